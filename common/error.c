@@ -1,0 +1,50 @@
+/* error.c: thread-local, per-handle last-error messages (see error.h). */
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { FL_ERROR_SLOTS = 8, FL_ERROR_LEN = 512 };
+
+/* A small ring per thread: a thread working with a few handles keeps one
+ * message for each; the oldest is dropped past FL_ERROR_SLOTS handles. */
+typedef struct fl_error_slot {
+  const void *handle;
+  int used;
+  char msg[FL_ERROR_LEN];
+} fl_error_slot;
+
+static _Thread_local fl_error_slot slots[FL_ERROR_SLOTS];
+static _Thread_local unsigned next_slot;
+
+static fl_error_slot *slot_for(const void *handle, int create) {
+  for (unsigned i = 0; i < FL_ERROR_SLOTS; i++)
+    if (slots[i].used && slots[i].handle == handle) return &slots[i];
+  if (!create) return NULL;
+  fl_error_slot *s = &slots[next_slot++ % FL_ERROR_SLOTS];
+  s->used = 1;
+  s->handle = handle;
+  return s;
+}
+
+fl_status fl_fail(const void *handle, fl_status status, const char *fmt, ...) {
+  fl_error_slot *s = slot_for(handle, 1);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+const char *fl_error_get(const void *handle) {
+  fl_error_slot *s = slot_for(handle, 0);
+  return s ? s->msg : "";
+}
+
+void fl_error_forward(const void *from, const void *to) {
+  fl_error_slot *s = slot_for(from, 0);
+  if (!s) return;
+  fl_error_slot *d = slot_for(to, 1);
+  if (d != s) memcpy(d->msg, s->msg, sizeof d->msg);
+}

@@ -1,0 +1,30 @@
+/* parallel.h: a persistent pool of worker threads running a parallel for.
+ * Used by the store's gathers and by the host backend's query loops. */
+#ifndef FL_COMMON_PARALLEL_H
+#define FL_COMMON_PARALLEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fl_workers fl_workers;
+
+/* Range body: handles items [begin, end). */
+typedef void (*fl_range_fn)(void *ctx, size_t begin, size_t end);
+
+/* threads = 0 picks the number of online cores. NULL on allocation failure. */
+fl_workers *fl_workers_create(uint32_t threads);
+void fl_workers_destroy(fl_workers *w);
+uint32_t fl_workers_count(const fl_workers *w);
+/* Splits [0, n) into chunks of at least `grain` items and runs them on the
+ * pool and the calling thread; returns when all are done. Safe to call from
+ * several threads: a caller that finds the pool busy runs its range itself. */
+void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,286 @@
+/* fleche.h: the public C API of the flat GPU embedding cache.
+ *
+ * Conventions (learn them once):
+ * - Every name starts with fl_. Only opaque handle pointers cross the API:
+ *   fl_store (the CPU-DRAM tier holding every embedding), fl_cache (the GPU or
+ *   host cache in front of a store) and fl_encoding (a flat-key encoding).
+ *   Each has a _create/_destroy pair; _destroy accepts NULL.
+ * - Calls return fl_status; FL_OK is 0. After a failed call, the handle's
+ *   _last_error() gives a message that names what was wrong (table, id, file,
+ *   offset). A failed call changes nothing: store and cache are as they were.
+ * - Buffers are a pointer plus a count of elements (ids or vectors), never of
+ *   bytes unless the name says bytes. Ids are uint64_t. A vector is `dim`
+ *   consecutive elements of its table's element type: float for FL_FP32,
+ *   IEEE binary16 bit patterns (uint16_t) for FL_FP16.
+ * - Pointers documented as "non-NULL" are checked and rejected with
+ *   FL_ERR_INVALID_ARGUMENT (not a crash).
+ * - CUDA streams are passed as void * (a cudaStream_t), so this header needs no
+ *   CUDA include. NULL is the legacy default stream.
+ * - Thread safety is stated for every call in docs/API.md and below.
+ */
+#ifndef FLECHE_H
+#define FLECHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum fl_status {
+  FL_OK = 0,
+  FL_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad config, unknown table */
+  FL_ERR_OUT_OF_RANGE = 2,     /* a dense table's id >= its corpus size */
+  FL_ERR_NOT_FOUND = 3,        /* missing id under FL_MISSING_ERROR */
+  FL_ERR_OUT_OF_MEMORY = 4,    /* host or GPU allocation failed */
+  FL_ERR_CUDA = 5,             /* a CUDA call failed; the message names it */
+  FL_ERR_NO_DEVICE = 6,        /* CUDA backend asked for, no usable GPU */
+  FL_ERR_IO = 7,               /* open/read/write of a file failed */
+  FL_ERR_FORMAT = 8,           /* a file is truncated, corrupted or foreign */
+  FL_ERR_UNSUPPORTED = 9       /* valid request this build cannot serve */
+} fl_status;
+
+/* Static name of a status ("FL_ERR_FORMAT"). Thread-safe. */
+const char *fl_status_name(fl_status s);
+
+/* Library version "MAJOR.MINOR.PATCH". Thread-safe. */
+const char *fl_version(void);
+
+/* Number of usable CUDA devices (0 without a GPU or driver). Thread-safe. */
+int fl_cuda_device_count(void);
+
+/* ---------------------------------------------------------------- tables */
+
+typedef enum fl_dtype { FL_FP32 = 0, FL_FP16 = 1 } fl_dtype;
+
+typedef enum fl_id_kind {
+  FL_IDS_DENSE = 0,  /* ids are 0 .. corpus_size-1 (a dictionary-encoded column) */
+  FL_IDS_HASHED = 1  /* ids are raw 64-bit values (e.g. Criteo's 32-bit hex hashes) */
+} fl_id_kind;
+
+typedef struct fl_table_desc {
+  const char *name;     /* copied at create time; NULL names the table "t<i>" */
+  uint64_t corpus_size; /* dense: number of rows; hashed: expected distinct ids */
+  uint32_t dim;         /* elements per vector, 1 .. 4096 */
+  fl_dtype dtype;
+  fl_id_kind id_kind;
+} fl_table_desc;
+
+/* One table's part of a batched request: `n` ids of table `table`, answered
+ * into `out` (n * dim elements of the table's dtype, row i for ids[i]). */
+typedef struct fl_table_query {
+  uint32_t table;
+  const uint64_t *ids;
+  size_t n;
+  void *out;
+} fl_table_query;
+
+/* What to do with an id that a hashed table does not hold. */
+typedef enum fl_missing {
+  FL_MISSING_ZERO = 0, /* answer a zero vector and count it as missing */
+  FL_MISSING_ERROR = 1 /* fail the call with FL_ERR_NOT_FOUND */
+} fl_missing;
+
+/* ------------------------------------------------------------- encoding */
+
+typedef enum fl_encoding_scheme {
+  FL_ENCODING_SIZE_AWARE = 0, /* shorter prefixes for larger tables */
+  FL_ENCODING_FIXED = 1       /* one prefix length for every table (baseline) */
+} fl_encoding_scheme;
+
+typedef struct fl_encoding fl_encoding;
+
+/* One table's code in a flat-key encoding. */
+typedef struct fl_table_code_report {
+  uint64_t prefix;         /* the table-id code, right-aligned in prefix_len bits */
+  uint32_t prefix_len;     /* bits of the code */
+  uint32_t feature_bits;   /* key_bits - prefix_len */
+  int lossless;            /* 1: distinct ids always give distinct keys */
+  double collision_rate;   /* expected fraction of the corpus's ids that share a key
+                              with another id of the same table (0 when lossless) */
+} fl_table_code_report;
+
+/* Builds the encoding of `n` tables into flat keys of key_bits (32 or 64).
+ * Thread-safe (no shared state). */
+fl_status fl_encoding_create(const fl_table_desc *tables, uint32_t n, uint32_t key_bits,
+                             fl_encoding_scheme scheme, fl_encoding **out);
+void fl_encoding_destroy(fl_encoding *e);
+/* Message of the calling thread's last failed call on `e` (or on
+ * fl_encoding_create when e is NULL); "" when none. */
+const char *fl_encoding_last_error(const fl_encoding *e);
+/* 1 when every table is lossless. */
+int fl_encoding_lossless(const fl_encoding *e);
+fl_status fl_encoding_report(const fl_encoding *e, uint32_t table, fl_table_code_report *out);
+/* Encodes n ids of one table into keys (host memory). With use_gpu != 0 the
+ * batch runs on the GPU through the same kernel code as queries
+ * (FL_ERR_NO_DEVICE without one). Dense ids >= corpus give FL_ERR_OUT_OF_RANGE
+ * naming table and id. Thread-safe. */
+fl_status fl_encoding_encode(const fl_encoding *e, uint32_t table, const uint64_t *ids,
+                             size_t n, uint64_t *keys, int use_gpu);
+/* Inverse of encode for lossless encodings: table and id of each key.
+ * FL_ERR_UNSUPPORTED when the encoding is lossy. Thread-safe. */
+fl_status fl_encoding_decode(const fl_encoding *e, const uint64_t *keys, size_t n,
+                             uint32_t *tables, uint64_t *ids);
+
+/* ---------------------------------------------------------------- store */
+
+typedef struct fl_store fl_store;
+
+/* Creates an empty store of n_tables tables. Dense tables start with every row
+ * zero; hashed tables start empty. `threads` sizes the gather pool
+ * (0 = one per core). */
+fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
+                          fl_store **out);
+void fl_store_destroy(fl_store *s);
+/* Message of the calling thread's last failed call on `s` ("" when none;
+ * s NULL: the last failed fl_store_create/fl_store_load). */
+const char *fl_store_last_error(const fl_store *s);
+uint32_t fl_store_num_tables(const fl_store *s);
+/* Table descriptor; out->name stays valid while the store lives. */
+fl_status fl_store_table(const fl_store *s, uint32_t table, fl_table_desc *out);
+
+/* Deterministic synthetic model: every row of a dense table gets
+ * fl_synthetic_value(seed, table, id, j) (rounded to fp16 for fp16 tables). For
+ * a hashed table, rows are created for ids 0..corpus_size-1 scrambled by the
+ * table's fixed bijection (see docs/API.md). Thread-safe with queries. */
+fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed);
+/* The value fl_store_fill_synthetic writes at element j of (table, id). */
+float fl_synthetic_value(uint64_t seed, uint32_t table, uint64_t id, uint32_t j);
+
+/* Inserts or overwrites n rows (vectors: n * dim elements of the table's dtype).
+ * Readers never see a torn vector; caches over the store drop the old values.
+ * Thread-safe with every other call on the store. */
+fl_status fl_store_upsert(fl_store *s, uint32_t table, const uint64_t *ids, size_t n,
+                          const void *vectors);
+/* Removes n rows of a hashed table (absent ids are ignored). Dense tables hold
+ * every id: FL_ERR_INVALID_ARGUMENT. Thread-safe. */
+fl_status fl_store_remove(fl_store *s, uint32_t table, const uint64_t *ids, size_t n);
+/* Batched multi-threaded lookup: for each query, gathers its rows into q.out
+ * (host memory). missing[i] (optional, n_queries entries) receives the number
+ * of ids query i did not find. Thread-safe. */
+fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
+                          fl_missing policy, uint64_t *missing);
+
+typedef struct fl_store_table_stats {
+  uint64_t rows;    /* rows held */
+  uint64_t bytes;   /* bytes of vectors held */
+  uint64_t lookups; /* ids looked up since create */
+  uint64_t misses;  /* of which not found */
+} fl_store_table_stats;
+fl_status fl_store_stats(const fl_store *s, uint32_t table, fl_store_table_stats *out);
+
+/* Model files (formats in docs/FORMATS.md). Loading is all or nothing: a
+ * truncated or corrupted file fails with FL_ERR_FORMAT naming file and byte
+ * offset, and nothing of it becomes visible. Thread-safe with queries. */
+/* Our own format: header, per-table metadata, rows, CRC-32C checksums. */
+fl_status fl_store_save(fl_store *s, const char *path);
+fl_status fl_store_load(const char *path, uint32_t threads, fl_store **out);
+/* NumPy pair: ids_path holds int64 ids of shape (n,), vectors_path float32 or
+ * float16 of shape (n, dim), matching the table's dtype. Upserts the rows. */
+fl_status fl_store_import_npy(fl_store *s, uint32_t table, const char *ids_path,
+                              const char *vectors_path);
+fl_status fl_store_export_npy(fl_store *s, uint32_t table, const char *ids_path,
+                              const char *vectors_path);
+/* HugeCTR sparse model folder: `key` (int64 ids) and `emb_vector` (float32
+ * rows) files in `folder`. fp32 tables only. Upserts the rows. */
+fl_status fl_store_import_hugectr(fl_store *s, uint32_t table, const char *folder);
+fl_status fl_store_export_hugectr(fl_store *s, uint32_t table, const char *folder);
+
+/* ---------------------------------------------------------------- cache */
+
+typedef struct fl_cache fl_cache;
+
+typedef enum fl_backend {
+  FL_BACKEND_AUTO = 0, /* CUDA when a device is usable, else host */
+  FL_BACKEND_HOST = 1, /* same algorithms on CPU threads, cache in host memory */
+  FL_BACKEND_CUDA = 2
+} fl_backend;
+
+typedef enum fl_layout {
+  FL_LAYOUT_FLAT = 0,     /* one index and one slab pool shared by all tables */
+  FL_LAYOUT_PER_TABLE = 1 /* baseline: a static index and pool share per table */
+} fl_layout;
+
+typedef struct fl_config {
+  fl_backend backend;       /* default AUTO; env FL_BACKEND=host|cuda overrides AUTO */
+  int device;               /* CUDA device ordinal, default 0 */
+  fl_layout layout;         /* default FLAT */
+  uint32_t key_bits;        /* flat key width, 64 (default) or 32 */
+  fl_encoding_scheme encoding; /* default SIZE_AWARE */
+  uint64_t budget_bytes;    /* cache memory, index plus slab pool, default 1 GiB */
+  double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.5 */
+  double admit_probability; /* a missed vector enters the cache with this probability, default 0.5 */
+  double high_watermark;    /* pool use fraction that starts eviction, default 0.95 */
+  double low_watermark;     /* eviction stops under this fraction, default 0.80 */
+  uint64_t unified_entries; /* index entries pointing into the store, default 0 */
+  uint64_t seed;            /* admission coin seed, default 0x5eed */
+  uint32_t host_threads;    /* host backend and miss handling threads, 0 = all cores */
+  fl_missing missing;       /* default FL_MISSING_ZERO */
+} fl_config;
+
+/* Fills every field with its default. Thread-safe. */
+void fl_config_default(fl_config *cfg);
+
+/* Creates a cache over `store` (which must outlive it). Fails with
+ * FL_ERR_INVALID_ARGUMENT naming the field for a bad config (budget too small
+ * for one slab, watermarks out of order, key_bits not 32/64, ...). */
+fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out);
+void fl_cache_destroy(fl_cache *c);
+/* Message of the calling thread's last failed call on `c` ("" when none;
+ * c NULL: the last failed fl_cache_create). */
+const char *fl_cache_last_error(const fl_cache *c);
+fl_backend fl_cache_backend(const fl_cache *c);
+
+/* Looks up every query's ids and writes their vectors into the query's out.
+ * ids and out may each be host or device memory (CUDA backend; host backend:
+ * host memory only). CUDA backend: the call returns once all work is enqueued
+ * on `stream`; out is complete when the stream reaches that point. Misses are
+ * fetched from the store and offered for admission. Bad input (unknown table,
+ * id out of range, NULL buffers) fails before anything changes.
+ * Thread-safe: many host threads may query at once, each on its own stream. */
+fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
+
+/* Sets how many index entries may point into the store (the unified index).
+ * Thread-safe with queries. */
+fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n);
+/* Drops every cached entry (slabs are reclaimed after in-flight queries). */
+fl_status fl_cache_clear(fl_cache *c);
+
+typedef struct fl_cache_stats {
+  uint64_t queries;           /* fl_query calls */
+  uint64_t lookups;           /* ids looked up */
+  uint64_t hits;              /* served from cached vectors */
+  uint64_t dram_hits;         /* served through unified-index pointers into the store */
+  uint64_t misses;            /* fetched from the store through its hash/array lookup */
+  uint64_t admissions;        /* vectors inserted */
+  uint64_t evictions;         /* vectors evicted for space */
+  uint64_t invalidations;     /* vectors dropped because the store changed them */
+  uint64_t pool_bytes_used;   /* slab bytes holding live or not yet reclaimed vectors */
+  uint64_t pool_bytes;        /* slab pool size */
+  uint64_t index_bytes;       /* index size */
+  uint64_t index_entries;     /* live entries */
+  uint64_t index_slots;       /* capacity */
+  uint64_t unified_entries;   /* live entries pointing into the store */
+  double ns_index;            /* wall time in encode + index probe */
+  double ns_hit_copy;         /* ... in hit copies */
+  double ns_miss_fetch;       /* ... fetching misses from the store */
+  double ns_admission;        /* ... admitting and evicting */
+} fl_cache_stats;
+
+typedef struct fl_cache_table_stats {
+  uint64_t lookups, hits, dram_hits, misses;
+} fl_cache_table_stats;
+
+/* Totals, and per table when per_table is non-NULL (n_tables entries).
+ * Thread-safe; a snapshot while queries run. */
+fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out,
+                             fl_cache_table_stats *per_table, uint32_t n_tables);
+void fl_cache_stats_reset(fl_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FLECHE_H */
