@@ -1,6 +1,5 @@
 /* parallel.c: the worker pool behind fl_workers_for (see parallel.h). Work is
  * handed out in chunks through an atomic cursor, so uneven chunks balance. */
-#define _GNU_SOURCE
 #include "common/parallel.h"
 
 #include <pthread.h>

@@ -1,0 +1,420 @@
+/* cache.c: fl_cache lifecycle: config checks, backend choice, sizing of the
+ * index and the slab pool inside the byte budget (one part for the flat layout,
+ * one per table for the per-table baseline), statistics, and invalidation from
+ * the store's change log. */
+#include "cache/cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/admission.h"
+#include "common/error.h"
+#include "dram_store/store_internal.h"
+#include "encoding/encoder.h"
+#include "cache/cuda_state.h"
+
+uint64_t fl_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fl_config_default(fl_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->backend = FL_BACKEND_AUTO;
+  cfg->layout = FL_LAYOUT_FLAT;
+  cfg->key_bits = 64;
+  cfg->encoding = FL_ENCODING_SIZE_AWARE;
+  cfg->budget_bytes = 1ull << 30;
+  cfg->max_load = 0.5;
+  cfg->admit_probability = 0.5;
+  cfg->high_watermark = 0.95;
+  cfg->low_watermark = 0.80;
+  cfg->seed = 0x5eed;
+  cfg->missing = FL_MISSING_ZERO;
+}
+
+static fl_status check_config(const fl_config *cfg) {
+  if (cfg->key_bits != 32 && cfg->key_bits != 64)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.key_bits is %u: must be 32 or 64",
+                   cfg->key_bits);
+  if (!(cfg->max_load > 0.0 && cfg->max_load <= 0.95))
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.max_load is %g: must be in (0, 0.95]",
+                   cfg->max_load);
+  if (!(cfg->admit_probability >= 0.0 && cfg->admit_probability <= 1.0))
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
+                   "config.admit_probability is %g: must be in [0, 1]", cfg->admit_probability);
+  if (!(cfg->low_watermark > 0.0 && cfg->low_watermark < cfg->high_watermark &&
+        cfg->high_watermark <= 1.0))
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
+                   "config watermarks out of order: need 0 < low (%g) < high (%g) <= 1",
+                   cfg->low_watermark, cfg->high_watermark);
+  if (cfg->layout != FL_LAYOUT_FLAT && cfg->layout != FL_LAYOUT_PER_TABLE)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.layout %d is unknown", (int)cfg->layout);
+  if (cfg->missing != FL_MISSING_ZERO && cfg->missing != FL_MISSING_ERROR)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.missing %d is unknown", (int)cfg->missing);
+  return FL_OK;
+}
+
+static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
+  fl_backend b = cfg->backend;
+  if (b == FL_BACKEND_AUTO) {
+    const char *env = getenv("FL_BACKEND");
+    if (env && strcmp(env, "host") == 0) b = FL_BACKEND_HOST;
+    else if (env && strcmp(env, "cuda") == 0) b = FL_BACKEND_CUDA;
+    else b = fl_cuda_device_count() > 0 ? FL_BACKEND_CUDA : FL_BACKEND_HOST;
+  }
+  if (b == FL_BACKEND_CUDA && fl_cuda_device_count() <= 0)
+    return fl_fail(NULL, FL_ERR_NO_DEVICE, "CUDA backend requested but no CUDA device is usable");
+  if (b != FL_BACKEND_HOST && b != FL_BACKEND_CUDA)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.backend %d is unknown", (int)b);
+  *out = b;
+  return FL_OK;
+}
+
+static uint32_t round16(uint32_t x) { return (x + 15u) & ~15u; }
+
+/* Bytes of index per slot: key, location, version, timestamp. */
+static uint64_t slot_bytes(uint32_t key_bits) { return key_bits / 8u + 8u + 4u + 4u; }
+
+/* Splits `budget` between one part's index and pool: enough slots that a full
+ * pool of vectors of the part's mean size (tables weighted by corpus) stays at
+ * max_load. A hot set of smaller vectors fills the index first; inserts then
+ * fail within the probe limit rather than slowing lookups. */
+static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double mean_slot,
+                           uint32_t max_slot) {
+  fl_part *p = &c->parts[part];
+  uint64_t ib = slot_bytes(c->cfg.key_bits);
+  double per_slot = c->cfg.max_load * mean_slot + (double)ib;
+  uint64_t slots = (uint64_t)((double)budget / per_slot) + 1;
+  uint64_t index_bytes = (slots * ib + 255u) & ~255ull;
+  if (index_bytes + max_slot > budget)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
+                   "config.budget_bytes too small: part %u gets %llu bytes, less than its index "
+                   "(%llu bytes) plus one %u-byte slab slot",
+                   part, (unsigned long long)budget, (unsigned long long)index_bytes, max_slot);
+  p->slots = slots;
+  p->index_bytes = index_bytes;
+  p->pool_bytes = budget - index_bytes;
+  return FL_OK;
+}
+
+/* Per-table baseline: every table first gets a minimum part (a small index
+ * and two slab slots); the rest of the budget goes out in proportion to each
+ * table's corpus bytes, capped at what caching all of it would take, with
+ * what the caps free going to the others. */
+static void split_per_table(fl_cache *c, uint64_t *share) {
+  uint64_t ib = slot_bytes(c->cfg.key_bits);
+  double *need = calloc(c->n_tables, sizeof *need);
+  int *capped = calloc(c->n_tables, sizeof *capped);
+  double left = (double)c->cfg.budget_bytes;
+  for (uint32_t t = 0; t < c->n_tables; t++) {
+    const fl_table_desc *d = fl_store_desc(c->store, t);
+    uint32_t s = round16(c->tables[t].vec_bytes);
+    need[t] = (double)d->corpus_size * (s + ib / c->cfg.max_load) + 512.0 + 2.0 * s;
+    share[t] = 512u + 2u * s;
+    left -= (double)share[t];
+  }
+  for (int round = 0; round < 4 && left > 0; round++) {
+    double weight = 0;
+    for (uint32_t t = 0; t < c->n_tables; t++)
+      if (!capped[t]) weight += need[t];
+    if (weight <= 0) break;
+    double give = left;
+    for (uint32_t t = 0; t < c->n_tables; t++) {
+      if (capped[t]) continue;
+      double s = give * need[t] / weight;
+      if ((double)share[t] + s >= need[t]) {
+        left -= need[t] - (double)share[t];
+        share[t] = (uint64_t)need[t];
+        capped[t] = 1;
+      } else {
+        share[t] += (uint64_t)s;
+        left -= s;
+      }
+    }
+  }
+  free(need);
+  free(capped);
+}
+
+static fl_status alloc_parts(fl_cache *c) {
+  fl_status st;
+  uint32_t n_parts = c->cfg.layout == FL_LAYOUT_FLAT ? 1 : c->n_tables;
+  c->parts = calloc(n_parts, sizeof *c->parts);
+  if (!c->parts) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory for cache parts");
+  c->n_parts = n_parts;
+  uint64_t *share = calloc(n_parts, sizeof *share);
+  if (!share) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (n_parts == 1)
+    share[0] = c->cfg.budget_bytes;
+  else
+    split_per_table(c, share);
+  /* Slab classes: one per distinct rounded vector size within a part. */
+  uint32_t *sizes = calloc(c->n_tables, sizeof *sizes);
+  if (!sizes) {
+    free(share);
+    return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  for (uint32_t part = 0; part < n_parts; part++) {
+    uint32_t n_cls = 0, max_slot = 0;
+    double rows = 0, bytes = 0;
+    for (uint32_t t = 0; t < c->n_tables; t++) {
+      if (c->tables[t].part != part) continue;
+      uint32_t s = round16(c->tables[t].vec_bytes);
+      uint32_t k = 0;
+      while (k < n_cls && sizes[k] != s) k++;
+      if (k == n_cls) sizes[n_cls++] = s;
+      c->tables[t].cls = k;
+      double corpus = (double)fl_store_desc(c->store, t)->corpus_size + 1.0;
+      rows += corpus;
+      bytes += corpus * s;
+      if (s > max_slot) max_slot = s;
+    }
+    fl_part *p = &c->parts[part];
+    st = size_part(c, part, share[part], bytes / rows, max_slot);
+    if (st == FL_OK) st = fl_cache_mem_alloc(c, p->index_bytes, &p->index_mem);
+    if (st == FL_OK) st = fl_cache_mem_alloc(c, p->pool_bytes, &p->pool_mem);
+    if (st == FL_OK && fl_pool_init(&p->pool, (uint64_t)(uintptr_t)p->pool_mem, p->pool_bytes,
+                                     sizes, n_cls) != 0)
+      st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory for the slab pool");
+    if (st != FL_OK) break;
+    /* Index arrays, widest first so each stays aligned. */
+    uint8_t *m = p->index_mem;
+    p->index.slots = p->slots;
+    p->index.key_bits = c->cfg.key_bits;
+    p->index.locs = (uint64_t *)m;
+    p->index.keys = m + p->slots * 8;
+    p->index.vers = (uint32_t *)(m + p->slots * (8 + c->cfg.key_bits / 8));
+    p->index.ts = p->index.vers + p->slots;
+    st = fl_maint_index_reset(c, p);
+    if (st != FL_OK) break;
+  }
+  free(sizes);
+  free(share);
+  return st;
+}
+
+static fl_status clear_part(fl_cache *c, uint32_t p);
+
+/* Store change log: drop the changed keys so the cache never serves a stale
+ * vector, and bump the table's generation so that a query which fetched the
+ * old value before this change does not admit it afterwards. */
+static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size_t n) {
+  fl_cache *c = ctx;
+  const fl_table_info *ti = &c->tables[table];
+  uint64_t *keys = ids ? malloc((n ? n : 1) * 2 * sizeof *keys) : NULL;
+  pthread_mutex_lock(&c->lock);
+  c->generation[table]++;
+  if (!ids) {
+    /* The whole table changed (a synthetic fill, a load): drop its part. */
+    if (clear_part(c, ti->part) != FL_OK) fl_maint_index_reset(c, &c->parts[ti->part]);
+    pthread_mutex_unlock(&c->lock);
+    return;
+  }
+  if (!keys) {
+    /* No memory to name the keys: drop everything rather than serve stale. */
+    for (uint32_t p = 0; p < c->n_parts; p++) fl_maint_index_reset(c, &c->parts[p]);
+    pthread_mutex_unlock(&c->lock);
+    return;
+  }
+  uint64_t *locs = keys + n, m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (fl_code_encode(&ti->code, c->cfg.key_bits, ids[i], &keys[m]) == 0) m++;
+  fl_part *p = &c->parts[ti->part];
+  if (fl_maint_erase(c, p, keys, m, locs) == FL_OK) {
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < m; i++)
+      if (locs[i] != FL_LOC_NONE && !(locs[i] & FL_LOC_DRAM_BIT)) locs[k++] = locs[i];
+    if (k) {
+      p->entries -= k;
+      atomic_fetch_add(&c->invalidations, k);
+      if (fl_reclaim_retire(&c->reclaim, locs, k, ti->part) != 0) {
+        /* Cannot track them: leak the slabs rather than risk reuse. */
+      }
+    }
+  } else {
+    fl_maint_index_reset(c, p);
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(keys);
+}
+
+fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out) {
+  if (!store || !cfg || !out)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_create: store, cfg and out must be non-NULL");
+  *out = NULL;
+  fl_status st = check_config(cfg);
+  if (st != FL_OK) return st;
+  fl_backend backend = FL_BACKEND_HOST;
+  if ((st = resolve_backend(cfg, &backend)) != FL_OK) return st;
+  uint32_t n = fl_store_num_tables(store);
+  fl_table_desc *descs = calloc(n ? n : 1, sizeof *descs);
+  fl_cache *c = calloc(1, sizeof *c);
+  if (!descs || !c) {
+    free(descs);
+    free(c);
+    return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  c->cfg = *cfg;
+  c->backend = backend;
+  c->store = store;
+  c->n_tables = n;
+  c->subscription = -1;
+  pthread_mutex_init(&c->lock, NULL);
+  c->admit_threshold = fl_admit_threshold(cfg->admit_probability);
+  for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
+  st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);
+  if (st != FL_OK) {
+    free(descs);
+    fl_cache_destroy(c);
+    return st;
+  }
+  c->tables = calloc(n, sizeof *c->tables);
+  c->generation = calloc(n, sizeof *c->generation);
+  c->counters = calloc(n, sizeof *c->counters);
+  c->workers = fl_workers_create(cfg->host_threads);
+  if (!c->tables || !c->generation || !c->counters || !c->workers) {
+    free(descs);
+    fl_cache_destroy(c);
+    return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  const fl_code *codes = fl_encoding_codes(c->encoding);
+  for (uint32_t t = 0; t < n; t++) {
+    fl_table_info *ti = &c->tables[t];
+    ti->code = codes[t];
+    ti->part = cfg->layout == FL_LAYOUT_FLAT ? 0 : t;
+    ti->dim = descs[t].dim;
+    ti->vec_bytes = descs[t].dim * (descs[t].dtype == FL_FP16 ? 2u : 4u);
+    ti->id_kind = descs[t].id_kind;
+  }
+  free(descs);
+  if (backend == FL_BACKEND_CUDA) st = fl_cuda_state_create(c);
+  if (st == FL_OK) st = alloc_parts(c);
+  if (st == FL_OK) {
+    c->subscription = fl_store_subscribe(store, on_store_change, c);
+    if (c->subscription < 0) st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  if (st != FL_OK) {
+    fl_cache_destroy(c);
+    return st;
+  }
+  *out = c;
+  return FL_OK;
+}
+
+void fl_cache_destroy(fl_cache *c) {
+  if (!c) return;
+  if (c->subscription >= 0) fl_store_unsubscribe(c->store, c->subscription);
+  if (c->cuda) fl_cuda_state_sync(c);
+  for (uint32_t p = 0; c->parts && p < c->n_parts; p++) {
+    fl_pool_destroy(&c->parts[p].pool);
+    fl_cache_mem_free(c, c->parts[p].index_mem);
+    fl_cache_mem_free(c, c->parts[p].pool_mem);
+  }
+  if (c->cuda) fl_cuda_state_destroy(c);
+  fl_reclaim_destroy(&c->reclaim);
+  fl_workers_destroy(c->workers);
+  fl_encoding_destroy(c->encoding);
+  pthread_mutex_destroy(&c->lock);
+  free(c->parts);
+  free(c->tables);
+  free(c->generation);
+  free(c->counters);
+  free(c);
+}
+
+const char *fl_cache_last_error(const fl_cache *c) { return fl_error_get(c); }
+
+fl_backend fl_cache_backend(const fl_cache *c) { return c ? c->backend : FL_BACKEND_AUTO; }
+
+/* Tombstones every entry of part `p` and retires the slabs. Under c->lock. */
+static fl_status clear_part(fl_cache *c, uint32_t p) {
+  fl_part *part = &c->parts[p];
+  uint64_t *locs = malloc((part->slots ? part->slots : 1) * sizeof *locs), n = 0;
+  if (!locs) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory clearing part %u", p);
+  /* Evicting every age bucket with an unlimited quota takes all entries. */
+  fl_status st = fl_maint_evict(c, part, (uint32_t)c->batch, 0, ~0ull, locs, &n);
+  if (st == FL_OK && n) {
+    part->entries -= n < part->entries ? n : part->entries;
+    if (fl_reclaim_retire(&c->reclaim, locs, n, p) != 0)
+      st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring slabs");
+  }
+  free(locs);
+  return st;
+}
+
+fl_status fl_cache_clear(fl_cache *c) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_clear: cache is NULL");
+  pthread_mutex_lock(&c->lock);
+  fl_status st = FL_OK;
+  for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = clear_part(c, p);
+  fl_cache_collect(c);
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
+fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
+  pthread_mutex_lock(&c->lock);
+  c->cfg.unified_entries = n;
+  pthread_mutex_unlock(&c->lock);
+  return FL_OK;
+}
+
+fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_table_stats *per_table,
+                             uint32_t n_tables) {
+  if (!c || !out) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_stats_get: cache and out must be non-NULL");
+  if (per_table && n_tables > c->n_tables)
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_stats_get: n_tables %u > the cache's %u",
+                   n_tables, c->n_tables);
+  fl_cache *m = (fl_cache *)c;
+  memset(out, 0, sizeof *out);
+  for (uint32_t t = 0; t < c->n_tables; t++) {
+    fl_table_counters *k = &m->counters[t];
+    fl_cache_table_stats s = {atomic_load(&k->lookups), atomic_load(&k->hits),
+                              atomic_load(&k->dram_hits), atomic_load(&k->misses)};
+    out->lookups += s.lookups;
+    out->hits += s.hits;
+    out->dram_hits += s.dram_hits;
+    out->misses += s.misses;
+    if (per_table && t < n_tables) per_table[t] = s;
+  }
+  out->queries = atomic_load(&m->queries);
+  out->admissions = atomic_load(&m->admissions);
+  out->evictions = atomic_load(&m->evictions);
+  out->invalidations = atomic_load(&m->invalidations);
+  out->ns_index = (double)atomic_load(&m->ns_index);
+  out->ns_hit_copy = (double)atomic_load(&m->ns_hit_copy);
+  out->ns_miss_fetch = (double)atomic_load(&m->ns_miss_fetch);
+  out->ns_admission = (double)atomic_load(&m->ns_admission);
+  pthread_mutex_lock(&m->lock);
+  for (uint32_t p = 0; p < c->n_parts; p++) {
+    out->pool_bytes_used += c->parts[p].pool.used_bytes;
+    out->pool_bytes += c->parts[p].pool.bytes;
+    out->index_bytes += c->parts[p].index_bytes;
+    out->index_entries += c->parts[p].entries;
+    out->index_slots += c->parts[p].slots;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return FL_OK;
+}
+
+void fl_cache_stats_reset(fl_cache *c) {
+  if (!c) return;
+  for (uint32_t t = 0; t < c->n_tables; t++) {
+    atomic_store(&c->counters[t].lookups, 0);
+    atomic_store(&c->counters[t].hits, 0);
+    atomic_store(&c->counters[t].dram_hits, 0);
+    atomic_store(&c->counters[t].misses, 0);
+  }
+  atomic_store(&c->queries, 0);
+  atomic_store(&c->admissions, 0);
+  atomic_store(&c->evictions, 0);
+  atomic_store(&c->invalidations, 0);
+  atomic_store(&c->ns_index, 0);
+  atomic_store(&c->ns_hit_copy, 0);
+  atomic_store(&c->ns_miss_fetch, 0);
+  atomic_store(&c->ns_admission, 0);
+}

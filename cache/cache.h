@@ -1,0 +1,107 @@
+/* cache.h: the cache's internal state, shared by cache/ (memory, eviction,
+ * reclamation, invalidation) and fusion/ (the query path). Not a public
+ * header: users see only the opaque fl_cache of include/fleche.h. */
+#ifndef FL_CACHE_CACHE_H
+#define FL_CACHE_CACHE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cache/index.h"
+#include "cache/pool.h"
+#include "cache/reclaim.h"
+#include "common/parallel.h"
+#include "include/fleche.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One index plus one pool. The flat layout has one part serving every table;
+ * the per-table baseline has one part per table. */
+typedef struct fl_part {
+  fl_index_view index;   /* arrays in device (CUDA) or host memory */
+  fl_pool pool;          /* slab pool over pool_mem */
+  void *index_mem;       /* one allocation holding the index arrays */
+  void *pool_mem;        /* the slab region */
+  uint64_t index_bytes, pool_bytes;
+  uint64_t slots;        /* index capacity */
+  uint64_t entries;      /* live entries (host-side count) */
+} fl_part;
+
+/* Per-table facts the query path needs, fixed at create time. */
+typedef struct fl_table_info {
+  fl_code code;          /* flat-key code of the table */
+  uint32_t part;         /* part serving the table */
+  uint32_t cls;          /* slab class in that part's pool */
+  uint32_t vec_bytes;    /* dim * element size */
+  uint32_t dim;
+  fl_id_kind id_kind;
+} fl_table_info;
+
+typedef struct fl_table_counters {
+  _Atomic uint64_t lookups, hits, dram_hits, misses;
+} fl_table_counters;
+
+typedef struct fl_cuda_state fl_cuda_state; /* cache/cuda_state.h */
+
+struct fl_cache {
+  fl_config cfg;
+  fl_backend backend;         /* resolved: HOST or CUDA */
+  fl_store *store;
+  fl_encoding *encoding;
+  uint32_t n_tables;
+  fl_table_info *tables;
+  uint32_t n_parts;
+  fl_part *parts;
+  uint64_t admit_threshold;   /* fl_admit_threshold(cfg.admit_probability) */
+  int subscription;           /* store change-log subscription id */
+
+  /* Guards index mutations, pools, reclamation, generations and the CUDA
+   * scratch lists. Lookups (probes, copies) run outside it. */
+  pthread_mutex_t lock;
+  fl_reclaim reclaim;
+  uint64_t *generation;       /* per table: bumped by every store change */
+  uint64_t batch;             /* batch counter: LRU clock and coin input */
+
+  fl_workers *workers;        /* host backend threads */
+  fl_cuda_state *cuda;        /* CUDA backend state, NULL on host */
+
+  /* Statistics. */
+  _Atomic uint64_t queries, admissions, evictions, invalidations;
+  _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
+  fl_table_counters *counters;
+};
+
+/* Monotonic clock in ns. */
+uint64_t fl_now_ns(void);
+
+/* --- memory of the resolved backend (device or host) --- */
+fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out);
+void fl_cache_mem_free(fl_cache *c, void *p);
+
+/* --- index maintenance, under c->lock; backend-specific (cache/maint_*.c) --- */
+/* Resets a part's index to all-empty. */
+fl_status fl_maint_index_reset(fl_cache *c, fl_part *p);
+/* Counts cached entries per age bucket. */
+fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
+                                 uint64_t hist[FL_AGE_BUCKETS]);
+/* Tombstones cached entries older than bucket `b`, and up to `quota` entries of
+ * bucket b; writes their slab addresses to locs (capacity p->slots). */
+fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint64_t quota,
+                         uint64_t *locs, uint64_t *n_locs);
+/* Erases keys (host array); writes the removed slab addresses (0 = none). */
+fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
+                         uint64_t *locs);
+
+/* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
+/* Frees reclaimable slabs, then evicts down to the low watermark if part p is
+ * above the high watermark, or `starved` (a class found no slot and no page). */
+fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
+/* Frees what no running query can read. */
+void fl_cache_collect(fl_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

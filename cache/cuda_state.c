@@ -1,0 +1,217 @@
+/* cuda_state.c: the CUDA backend's streams, events and scratch buffers (see
+ * cuda_state.h), and the cache's memory allocation for both backends. */
+#include "cache/cuda_state.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "common/cuda_check.h"
+
+enum { FL_MAX_CONCURRENT_QUERIES = 64 };
+
+fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out) {
+  *out = NULL;
+  if (c->backend == FL_BACKEND_CUDA) {
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      *out = NULL;
+      return fl_fail(NULL, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
+                     "cudaMalloc of %llu bytes failed: %s", (unsigned long long)bytes,
+                     cudaGetErrorString(e));
+    }
+    return FL_OK;
+  }
+  /* Host backend: 64-byte aligned so 16-byte vector copies stay aligned. */
+  if (posix_memalign(out, 64, bytes ? bytes : 16) != 0) {
+    *out = NULL;
+    return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory: %llu bytes for the cache",
+                   (unsigned long long)bytes);
+  }
+  return FL_OK;
+}
+
+void fl_cache_mem_free(fl_cache *c, void *p) {
+  if (!p) return;
+  if (c->backend == FL_BACKEND_CUDA)
+    cudaFree(p);
+  else
+    free(p);
+}
+
+fl_status fl_cuda_state_create(fl_cache *c) {
+  fl_cuda_state *s = calloc(1, sizeof *s);
+  if (!s) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  c->cuda = s;
+  s->device = c->cfg.device;
+  FL_CUDA_TRY(NULL, cudaSetDevice(s->device));
+  cudaStream_t st;
+  FL_CUDA_TRY(NULL, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  s->maint = st;
+  return FL_OK;
+}
+
+void fl_cuda_state_sync(fl_cache *c) {
+  fl_cuda_state *s = c->cuda;
+  if (!s) return;
+  if (s->maint) cudaStreamSynchronize((cudaStream_t)s->maint);
+  for (size_t i = 0; i < s->n_scratch; i++)
+    if (s->scratch[i].busy_until) cudaEventSynchronize((cudaEvent_t)s->scratch[i].busy_until);
+}
+
+void fl_cuda_state_destroy(fl_cache *c) {
+  fl_cuda_state *s = c->cuda;
+  if (!s) return;
+  fl_cuda_state_sync(c);
+  for (size_t i = 0; i < s->n_scratch; i++) {
+    fl_scratch *x = &s->scratch[i];
+    cudaFree(x->dev);
+    cudaFreeHost(x->host);
+    if (x->side) cudaStreamDestroy((cudaStream_t)x->side);
+    if (x->ready) cudaEventDestroy((cudaEvent_t)x->ready);
+    if (x->busy_until) cudaEventDestroy((cudaEvent_t)x->busy_until);
+  }
+  /* Events still held by in-flight tickets are done (synced above). */
+  for (uint32_t i = 0; i < c->reclaim.n_inflight; i++)
+    if (c->reclaim.inflight[i].event) cudaEventDestroy((cudaEvent_t)c->reclaim.inflight[i].event);
+  for (size_t i = 0; i < s->n_free_events; i++) cudaEventDestroy((cudaEvent_t)s->free_events[i]);
+  cudaFree(s->m_dev);
+  cudaFreeHost(s->m_host);
+  if (s->maint) cudaStreamDestroy((cudaStream_t)s->maint);
+  free(s->scratch);
+  free(s->free_events);
+  free(s);
+  c->cuda = NULL;
+}
+
+int fl_cuda_event_done(void *ctx, void *event) {
+  (void)ctx;
+  cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+  if (e == cudaErrorNotReady) return 0;
+  (void)cudaGetLastError();
+  return 1;
+}
+
+void fl_cuda_event_release(void *ctx, void *event) {
+  fl_cache *c = ctx;
+  fl_cuda_state *s = c->cuda;
+  if (!s) return;
+  if (s->n_free_events == s->cap_free_events) {
+    size_t cap = s->cap_free_events ? s->cap_free_events * 2 : 16;
+    void **f = realloc(s->free_events, cap * sizeof *f);
+    if (!f) {
+      cudaEventDestroy((cudaEvent_t)event);
+      return;
+    }
+    s->free_events = f;
+    s->cap_free_events = cap;
+  }
+  s->free_events[s->n_free_events++] = event;
+}
+
+fl_status fl_cuda_event_get(fl_cache *c, void **event) {
+  fl_cuda_state *s = c->cuda;
+  if (s->n_free_events) {
+    *event = s->free_events[--s->n_free_events];
+    return FL_OK;
+  }
+  cudaEvent_t e;
+  FL_CUDA_TRY(c, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  *event = e;
+  return FL_OK;
+}
+
+/* Grows a device/pinned buffer pair to at least the asked sizes (1.5x slack so
+ * slowly growing batches do not reallocate every time). */
+static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t want_dev, void **host,
+                      size_t *host_bytes, size_t want_host) {
+  if (want_dev > *dev_bytes) {
+    cudaFree(*dev);
+    *dev = NULL;
+    *dev_bytes = 0;
+    size_t n = want_dev + want_dev / 2;
+    FL_CUDA_TRY(c, cudaMalloc(dev, n));
+    *dev_bytes = n;
+  }
+  if (want_host > *host_bytes) {
+    cudaFreeHost(*host);
+    *host = NULL;
+    *host_bytes = 0;
+    size_t n = want_host + want_host / 2;
+    FL_CUDA_TRY(c, cudaMallocHost(host, n));
+    *host_bytes = n;
+  }
+  return FL_OK;
+}
+
+fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes, void **dev,
+                                void **host) {
+  fl_cuda_state *s = c->cuda;
+  fl_status st = grow(c, &s->m_dev, &s->m_dev_bytes, dev_bytes, &s->m_host, &s->m_host_bytes,
+                      host_bytes);
+  *dev = s->m_dev;
+  *host = s->m_host;
+  return st;
+}
+
+fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
+                                  fl_scratch **out) {
+  fl_cuda_state *s = c->cuda;
+  fl_status st = FL_OK;
+  pthread_mutex_lock(&c->lock);
+  fl_scratch *x = NULL;
+  for (size_t i = 0; i < s->n_scratch && !x; i++) {
+    fl_scratch *y = &s->scratch[i];
+    if (y->in_use) continue;
+    if (y->busy_until && !fl_cuda_event_done(c, y->busy_until)) continue;
+    x = y;
+  }
+  if (!x) {
+    if (!s->scratch) {
+      /* Sets are referenced by pointer while in use: one array, never moved. */
+      s->scratch = calloc(FL_MAX_CONCURRENT_QUERIES, sizeof *s->scratch);
+      if (!s->scratch) {
+        pthread_mutex_unlock(&c->lock);
+        return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+      }
+    }
+    if (s->n_scratch == FL_MAX_CONCURRENT_QUERIES) {
+      pthread_mutex_unlock(&c->lock);
+      return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "more than %d concurrent queries on one cache",
+                     FL_MAX_CONCURRENT_QUERIES);
+    }
+    x = &s->scratch[s->n_scratch++];
+    cudaStream_t side;
+    cudaEvent_t ready, busy;
+    if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&ready, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess) {
+      s->n_scratch--;
+      pthread_mutex_unlock(&c->lock);
+      return fl_fail(c, FL_ERR_CUDA, "creating a stream or event for query scratch failed");
+    }
+    x->side = side;
+    x->ready = ready;
+    x->busy_until = busy;
+    cudaEventRecord(busy, side); /* fires at once: the set starts free */
+  }
+  x->in_use = 1;
+  pthread_mutex_unlock(&c->lock);
+  st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, &x->host, &x->host_bytes, host_bytes);
+  if (st != FL_OK) {
+    pthread_mutex_lock(&c->lock);
+    x->in_use = 0;
+    pthread_mutex_unlock(&c->lock);
+    return st;
+  }
+  *out = x;
+  return FL_OK;
+}
+
+void fl_cuda_scratch_release(fl_cache *c, fl_scratch *x) {
+  pthread_mutex_lock(&c->lock);
+  x->in_use = 0;
+  pthread_mutex_unlock(&c->lock);
+}

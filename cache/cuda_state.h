@@ -1,0 +1,65 @@
+/* cuda_state.h: what the CUDA backend keeps beside the shared cache state: the
+ * maintenance stream that serializes every index mutation, a pool of reusable
+ * events, and scratch buffers (device and pinned host) for maintenance and
+ * for queries. Every function here is a no-op or error-free on the host
+ * backend where it makes sense (c->cuda == NULL). */
+#ifndef FL_FUSION_CUDA_STATE_H
+#define FL_FUSION_CUDA_STATE_H
+
+#include <stddef.h>
+
+#include "include/fleche.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fl_cache;
+
+/* A query's scratch: device and pinned host buffers, reused across queries
+ * once the event of their last use has fired. */
+typedef struct fl_scratch {
+  void *dev;          /* device buffer */
+  size_t dev_bytes;
+  void *host;         /* pinned host buffer */
+  size_t host_bytes;
+  void *side;         /* cudaStream_t for miss-list downloads beside the caller's stream */
+  void *ready;        /* cudaEvent_t: after the index kernel (caller's stream) */
+  void *busy_until;   /* cudaEvent_t of the last use, NULL when free */
+  int in_use;         /* taken by a running fl_query */
+} fl_scratch;
+
+typedef struct fl_cuda_state {
+  int device;
+  void *maint;                 /* cudaStream_t: index mutations, in order */
+  void **free_events;          /* cudaEvent_t pool */
+  size_t n_free_events, cap_free_events;
+  void *m_dev, *m_host;        /* maintenance scratch (under the cache lock) */
+  size_t m_dev_bytes, m_host_bytes;
+  fl_scratch *scratch;         /* query scratch sets */
+  size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
+} fl_cuda_state;
+
+fl_status fl_cuda_state_create(struct fl_cache *c);
+void fl_cuda_state_destroy(struct fl_cache *c);
+/* Waits for all work the cache enqueued (maintenance and scratch users). */
+void fl_cuda_state_sync(struct fl_cache *c);
+/* Reclamation hooks (ctx is the cache). */
+int fl_cuda_event_done(void *ctx, void *event);
+void fl_cuda_event_release(void *ctx, void *event);
+/* An event from the pool (under the cache lock). */
+fl_status fl_cuda_event_get(struct fl_cache *c, void **event);
+/* Maintenance scratch of at least these sizes (under the cache lock). */
+fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
+                                void **dev, void **host);
+/* A free query scratch set with at least these sizes (takes the lock). */
+fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
+                                  fl_scratch **out);
+/* Gives it back; it becomes reusable once its busy_until event, recorded by
+ * the caller after the set's last use, fires (takes the lock). */
+void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* evict.c: watermark eviction and the collection of reclaimable slabs. When a
+ * part's pool use passes the high watermark, one scan builds a histogram of
+ * entry ages, picks the age threshold that frees enough, and tombstones the
+ * coldest entries until use will fall under the low watermark. Their slabs
+ * return to the pool through batch-based reclamation (reclaim.h). */
+#include <stdlib.h>
+
+#include "cache/cache.h"
+#include "common/error.h"
+#include "cache/cuda_state.h"
+
+static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
+  fl_cache *c = ctx;
+  fl_pool_free(&c->parts[part].pool, loc);
+}
+
+void fl_cache_collect(fl_cache *c) {
+  fl_reclaim_hooks h = {free_slab, fl_cuda_event_done, fl_cuda_event_release, c};
+  if (fl_reclaim_collect(&c->reclaim, &h))
+    for (uint32_t p = 0; p < c->n_parts; p++) fl_pool_compact(&c->parts[p].pool);
+}
+
+fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
+  fl_part *p = &c->parts[part];
+  fl_cache_collect(c);
+  double high = c->cfg.high_watermark * (double)p->pool.bytes;
+  if (p->entries == 0 || (!starved && (double)p->pool.used_bytes <= high)) return FL_OK;
+  /* Entries to evict: bring use to the low watermark, counting the average
+   * slot of this part; a starved class (no slot, no free page) below the
+   * watermark still frees the same share of the pool so whole pages empty. */
+  double low = c->cfg.low_watermark * (double)p->pool.bytes;
+  double avg = (double)p->pool.used_bytes / (double)(p->entries ? p->entries : 1);
+  double excess = (double)p->pool.used_bytes - low;
+  double floor = (1.0 - c->cfg.low_watermark) * (double)p->pool.used_bytes;
+  if (excess < floor) excess = floor;
+  uint64_t want = (uint64_t)(excess / avg) + 1;
+  uint64_t *hist = calloc(FL_AGE_BUCKETS, sizeof *hist);
+  uint64_t *locs = malloc(p->slots * sizeof *locs);
+  if (!hist || !locs) {
+    free(hist);
+    free(locs);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for an eviction scan");
+  }
+  uint32_t now = (uint32_t)c->batch;
+  fl_status st = fl_maint_age_histogram(c, p, now, hist);
+  if (st == FL_OK) {
+    /* Oldest buckets first: all of buckets above b, `quota` of bucket b. */
+    uint64_t taken = 0;
+    uint32_t b = FL_AGE_BUCKETS - 1;
+    for (;; b--) {
+      if (taken + hist[b] >= want || b == 0) break;
+      taken += hist[b];
+    }
+    uint64_t quota = want > taken ? want - taken : 0, n = 0;
+    st = fl_maint_evict(c, p, now, b, quota, locs, &n);
+    if (st == FL_OK && n) {
+      p->entries -= n < p->entries ? n : p->entries;
+      atomic_fetch_add(&c->evictions, n);
+      if (fl_reclaim_retire(&c->reclaim, locs, n, part) != 0)
+        st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
+                     (unsigned long long)n);
+    }
+  }
+  free(hist);
+  free(locs);
+  return st;
+}

@@ -1,0 +1,198 @@
+/* index.h: the flat cache's index, one open-addressing table from flat keys to
+ * locations shared by all tables. FL_HD logic only: the CUDA kernels and the
+ * host backend walk the same non-owning view with the same functions.
+ *
+ * Layout (structure of arrays of `slots` entries, any count: the home slot
+ * comes from a multiply-high range reduction, not a mask):
+ *   keys  key_bits-wide keys; FL_KEY_EMPTY(key_bits) marks a never-used slot
+ *   locs  where the vector is: a slab address (even), a row address in the
+ *         DRAM store with the low bit set (unified index), or 0 = no vector
+ *         (a tombstone: the key stays so probe chains stay intact)
+ *   vers  version, even when stable, odd while a writer owns the slot
+ *   ts    batch counter of the last hit or insert (approximate LRU)
+ *
+ * Invariants:
+ * - A key appears in at most one slot. Inserts walk the whole chain before
+ *   claiming a slot, and all index mutations of one cache are serialized
+ *   (host: under the cache mutex; CUDA: one maintenance stream), so no two
+ *   writers race on one key. Writers of different keys race only on claiming a
+ *   slot, settled by a CAS on its version.
+ * - Readers take no lock: a hit is reported only when the version was even and
+ *   unchanged around reading key and location (a seqlock), so a reader never
+ *   pairs a key with another key's location. Anything unsure is a miss, and a
+ *   miss is always safe: it is answered from the store.
+ * - Probing stops after FL_PROBE_LIMIT slots, for inserts too, so lookups are
+ *   bounded even when tombstones fill the table; an insert that finds no slot
+ *   in reach is simply not admitted.
+ */
+#ifndef FL_CACHE_INDEX_H
+#define FL_CACHE_INDEX_H
+
+#include "common/atomic.h"
+#include "common/hash.h"
+#include "encoding/flat_key.h"
+
+#define FL_PROBE_LIMIT 128u
+#define FL_LOC_NONE 0ull
+#define FL_LOC_DRAM_BIT 1ull
+
+typedef struct fl_index_view {
+  void *keys;        /* uint64_t[slots] or uint32_t[slots] by key_bits */
+  uint64_t *locs;    /* locations, see above */
+  uint32_t *vers;    /* seqlock versions */
+  uint32_t *ts;      /* last-use batch counters */
+  uint64_t slots;    /* capacity (any positive number) */
+  uint32_t key_bits; /* 32 or 64 */
+} fl_index_view;
+
+typedef enum fl_insert_result {
+  FL_INSERT_DONE = 0,    /* published */
+  FL_INSERT_PRESENT = 1, /* the key already has a vector; nothing changed */
+  FL_INSERT_FULL = 2     /* no free slot within FL_PROBE_LIMIT */
+} fl_insert_result;
+
+FL_HD uint64_t fl_index_key(const fl_index_view *v, uint64_t i) {
+  if (v->key_bits == 32) return *(const volatile uint32_t *)((const uint32_t *)v->keys + i);
+  return *(const volatile uint64_t *)((const uint64_t *)v->keys + i);
+}
+
+FL_HD void fl_index_set_key(const fl_index_view *v, uint64_t i, uint64_t key) {
+  if (v->key_bits == 32)
+    *(volatile uint32_t *)((uint32_t *)v->keys + i) = (uint32_t)key;
+  else
+    *(volatile uint64_t *)((uint64_t *)v->keys + i) = key;
+}
+
+FL_HD uint64_t fl_index_home(const fl_index_view *v, uint64_t key) {
+  return fl_mulhi64(fl_mix64(key), v->slots);
+}
+
+FL_HD uint64_t fl_index_next(const fl_index_view *v, uint64_t i) {
+  return i + 1 == v->slots ? 0 : i + 1;
+}
+
+/* Lock-free lookup. Returns the slot of a live entry and its location, or -1
+ * (miss: absent, tombstoned, or being changed right now). */
+FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  uint64_t i = fl_index_home(v, key);
+  for (uint32_t step = 0; step < FL_PROBE_LIMIT; step++, i = fl_index_next(v, i)) {
+    uint64_t k = fl_index_key(v, i);
+    if (k == empty) return -1;
+    if (k != key) continue;
+    uint32_t v1 = fl_ld32(&v->vers[i]);
+    FL_FENCE();
+    uint64_t l = fl_ld64(&v->locs[i]);
+    uint64_t k2 = fl_index_key(v, i);
+    FL_FENCE();
+    uint32_t v2 = fl_ld32(&v->vers[i]);
+    if ((v1 & 1u) || v1 != v2 || k2 != key || l == FL_LOC_NONE) return -1;
+    *loc = l;
+    return (int64_t)i;
+  }
+  return -1;
+}
+
+/* Records a use of slot i at batch `now` (a plain racy store: approximate LRU
+ * needs no more). */
+FL_HD void fl_index_touch(const fl_index_view *v, int64_t i, uint32_t now) {
+  if (v->ts[i] != now) v->ts[i] = now;
+}
+
+/* Takes slot i for writing if its version is still `ver` (even). */
+FL_HD int fl_index_claim(const fl_index_view *v, uint64_t i, uint32_t ver) {
+  return fl_cas32(&v->vers[i], ver, ver + 1u) == ver;
+}
+
+/* Ends a write begun by fl_index_claim; readers see the new state after it. */
+FL_HD void fl_index_release(const fl_index_view *v, uint64_t i, uint32_t ver) {
+  FL_FENCE();
+  fl_st32(&v->vers[i], ver + 2u);
+}
+
+/* Publishes key -> loc (loc != 0). The caller owns the key (serialized
+ * mutations, see the invariants). */
+FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uint64_t loc,
+                                       uint32_t now) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  for (;;) {
+    uint64_t i = fl_index_home(v, key), reuse = ~0ull;
+    uint32_t reuse_ver = 0;
+    int retry = 0;
+    for (uint32_t step = 0; step < FL_PROBE_LIMIT; step++, i = fl_index_next(v, i)) {
+      uint64_t k = fl_index_key(v, i);
+      uint32_t ver = fl_ld32(&v->vers[i]);
+      if (k == key) {
+        if (fl_ld64(&v->locs[i]) != FL_LOC_NONE) return FL_INSERT_PRESENT;
+        if (ver & 1u) {
+          retry = 1; /* a writer holds the slot for a moment: look again */
+          break;
+        }
+        reuse = i, reuse_ver = ver; /* our own tombstone: reuse it, never a second slot */
+        break;
+      }
+      int free_slot = (k == empty) || fl_ld64(&v->locs[i]) == FL_LOC_NONE;
+      if (free_slot && !(ver & 1u) && reuse == ~0ull) reuse = i, reuse_ver = ver;
+      if (k == empty) break;
+    }
+    if (retry) continue;
+    if (reuse == ~0ull) return FL_INSERT_FULL;
+    if (!fl_index_claim(v, reuse, reuse_ver)) continue;
+    /* Re-check under the claim: a tombstone must still be one. */
+    if (fl_ld64(&v->locs[reuse]) != FL_LOC_NONE) {
+      fl_index_release(v, reuse, reuse_ver);
+      continue;
+    }
+    fl_index_set_key(v, reuse, key);
+    v->ts[reuse] = now;
+    FL_FENCE();
+    fl_st64(&v->locs[reuse], loc);
+    fl_index_release(v, reuse, reuse_ver);
+    return FL_INSERT_DONE;
+  }
+}
+
+/* Turns slot i into a tombstone if it holds a live entry; returns the
+ * location it held, or 0. */
+FL_HD uint64_t fl_index_erase_slot(const fl_index_view *v, uint64_t i) {
+  for (;;) {
+    uint32_t ver = fl_ld32(&v->vers[i]);
+    uint64_t l = fl_ld64(&v->locs[i]);
+    if (l == FL_LOC_NONE) return 0;
+    if (ver & 1u) continue; /* another writer; it finishes in a few instructions */
+    if (!fl_index_claim(v, i, ver)) continue;
+    l = fl_ld64(&v->locs[i]);
+    fl_st64(&v->locs[i], FL_LOC_NONE);
+    fl_index_release(v, i, ver);
+    return l;
+  }
+}
+
+/* Erases `key` if present; returns its location or 0. */
+FL_HD uint64_t fl_index_erase(const fl_index_view *v, uint64_t key) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  uint64_t i = fl_index_home(v, key);
+  for (uint32_t step = 0; step < FL_PROBE_LIMIT; step++, i = fl_index_next(v, i)) {
+    uint64_t k = fl_index_key(v, i);
+    if (k == empty) return 0;
+    if (k == key) return fl_index_erase_slot(v, i);
+  }
+  return 0;
+}
+
+/* Age bucket of a slot for the eviction histogram: batches since last use,
+ * clamped; the scan evicts the oldest buckets first. */
+#define FL_AGE_BUCKETS 1024u
+FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
+  uint32_t age = now - ts; /* wraps correctly for counters 2^32 apart */
+  return age < FL_AGE_BUCKETS - 1u ? age : FL_AGE_BUCKETS - 1u;
+}
+
+/* 1 when slot i holds a cached vector (not a tombstone, not a DRAM pointer):
+ * the entries eviction may take. */
+FL_HD int fl_index_is_cached(const fl_index_view *v, uint64_t i) {
+  uint64_t l = fl_ld64(&v->locs[i]);
+  return l != FL_LOC_NONE && !(l & FL_LOC_DRAM_BIT);
+}
+
+#endif

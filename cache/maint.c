@@ -1,0 +1,103 @@
+/* maint.c: index maintenance for both backends: on the host, loops over the
+ * index with the same index.h functions the kernels use; on CUDA, the kernels
+ * of maint_kernels.cu on the maintenance stream, waited for before returning
+ * (maintenance is rare: eviction batches, invalidations, clears). All under
+ * the cache lock. */
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cache/maint_kernels.h"
+#include "common/cuda_check.h"
+#include "cache/cuda_state.h"
+
+#define FL_LAUNCH_TRY(c, call)                                                         \
+  do {                                                                                 \
+    int fl_e_ = (call);                                                                \
+    if (fl_e_ != 0)                                                                    \
+      return fl_fail((c), FL_ERR_CUDA, "%s failed: %s", #call,                         \
+                     cudaGetErrorString((cudaError_t)fl_e_));                          \
+  } while (0)
+
+static cudaStream_t maint_stream(fl_cache *c) { return (cudaStream_t)c->cuda->maint; }
+
+fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
+  p->entries = 0;
+  if (c->backend == FL_BACKEND_CUDA) {
+    FL_LAUNCH_TRY(c, fl_launch_index_reset(p->index, c->cuda->maint));
+    FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
+    return FL_OK;
+  }
+  const fl_index_view *v = &p->index;
+  for (uint64_t i = 0; i < v->slots; i++) fl_index_set_key(v, i, FL_KEY_EMPTY(v->key_bits));
+  memset(v->locs, 0, v->slots * sizeof *v->locs);
+  memset(v->vers, 0, v->slots * sizeof *v->vers);
+  memset(v->ts, 0, v->slots * sizeof *v->ts);
+  return FL_OK;
+}
+
+fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
+                                 uint64_t hist[FL_AGE_BUCKETS]) {
+  if (c->backend == FL_BACKEND_CUDA) {
+    void *dev, *host;
+    fl_status st = fl_cuda_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
+    if (st != FL_OK) return st;
+    FL_LAUNCH_TRY(c, fl_launch_age_histogram(p->index, now, dev, c->cuda->maint));
+    FL_CUDA_TRY(c, cudaMemcpyAsync(host, dev, FL_AGE_BUCKETS * 8, cudaMemcpyDeviceToHost,
+                                   maint_stream(c)));
+    FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
+    memcpy(hist, host, FL_AGE_BUCKETS * 8);
+    return FL_OK;
+  }
+  memset(hist, 0, FL_AGE_BUCKETS * sizeof *hist);
+  for (uint64_t i = 0; i < p->index.slots; i++)
+    if (fl_index_is_cached(&p->index, i)) hist[fl_index_age_bucket(now, p->index.ts[i])]++;
+  return FL_OK;
+}
+
+fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint64_t quota,
+                         uint64_t *locs, uint64_t *n_locs) {
+  *n_locs = 0;
+  if (c->backend == FL_BACKEND_CUDA) {
+    void *dev, *host;
+    size_t bytes = 16 + p->slots * 8;
+    fl_status st = fl_cuda_maint_buffers(c, bytes, 16, &dev, &host);
+    if (st != FL_OK) return st;
+    unsigned long long *counters = dev;
+    uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
+    FL_LAUNCH_TRY(c, fl_launch_evict(p->index, now, b, quota, dlocs, counters, c->cuda->maint));
+    FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
+    FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
+    uint64_t n = ((unsigned long long *)host)[0];
+    FL_CUDA_TRY(c, cudaMemcpy(locs, dlocs, n * 8, cudaMemcpyDeviceToHost));
+    *n_locs = n;
+    return FL_OK;
+  }
+  uint64_t in_b = 0;
+  for (uint64_t i = 0; i < p->index.slots; i++) {
+    if (!fl_index_is_cached(&p->index, i)) continue;
+    uint32_t bucket = fl_index_age_bucket(now, p->index.ts[i]);
+    if (bucket < b || (bucket == b && in_b++ >= quota)) continue;
+    uint64_t l = fl_index_erase_slot(&p->index, i);
+    if (l != FL_LOC_NONE) locs[(*n_locs)++] = l;
+  }
+  return FL_OK;
+}
+
+fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
+                         uint64_t *locs) {
+  if (n == 0) return FL_OK;
+  if (c->backend == FL_BACKEND_CUDA) {
+    void *dev, *host;
+    fl_status st = fl_cuda_maint_buffers(c, n * 16, 0, &dev, &host);
+    if (st != FL_OK) return st;
+    uint64_t *dkeys = dev, *dlocs = (uint64_t *)dev + n;
+    FL_CUDA_TRY(c, cudaMemcpyAsync(dkeys, keys, n * 8, cudaMemcpyHostToDevice, maint_stream(c)));
+    FL_LAUNCH_TRY(c, fl_launch_erase(p->index, dkeys, n, dlocs, c->cuda->maint));
+    FL_CUDA_TRY(c, cudaMemcpyAsync(locs, dlocs, n * 8, cudaMemcpyDeviceToHost, maint_stream(c)));
+    FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
+    return FL_OK;
+  }
+  for (uint64_t i = 0; i < n; i++) locs[i] = fl_index_erase(&p->index, keys[i]);
+  return FL_OK;
+}

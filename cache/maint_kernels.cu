@@ -1,0 +1,117 @@
+// maint_kernels.cu: CUDA kernels for index maintenance (reset, age histogram,
+// eviction, erase, admission). All run on the cache's maintenance stream, one
+// at a time, so index writers never race on a key (see index.h).
+#include "cache/maint_kernels.h"
+
+#include <cuda_runtime.h>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(uint64_t n) {
+  uint64_t g = (n + kThreads - 1) / kThreads;
+  if (g > 65535ull * 16) g = 65535ull * 16;  // grid-stride loops cover the rest
+  return (unsigned)(g ? g : 1);
+}
+
+__global__ void reset_kernel(fl_index_view v) {
+  const uint64_t empty = FL_KEY_EMPTY(v.key_bits);
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
+       i += (uint64_t)gridDim.x * blockDim.x) {
+    fl_index_set_key(&v, i, empty);
+    v.locs[i] = FL_LOC_NONE;
+    v.vers[i] = 0;
+    v.ts[i] = 0;
+  }
+}
+
+__global__ void histogram_kernel(fl_index_view v, uint32_t now, unsigned long long *hist) {
+  __shared__ unsigned int local[FL_AGE_BUCKETS];
+  for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    if (fl_index_is_cached(&v, i)) atomicAdd(&local[fl_index_age_bucket(now, v.ts[i])], 1u);
+  __syncthreads();
+  for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x)
+    if (local[b]) atomicAdd(&hist[b], (unsigned long long)local[b]);
+}
+
+__global__ void evict_kernel(fl_index_view v, uint32_t now, uint32_t b, uint64_t quota,
+                             uint64_t *locs, unsigned long long *counters) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
+       i += (uint64_t)gridDim.x * blockDim.x) {
+    if (!fl_index_is_cached(&v, i)) continue;
+    uint32_t bucket = fl_index_age_bucket(now, v.ts[i]);
+    if (bucket < b) continue;
+    if (bucket == b && atomicAdd(&counters[1], 1ull) >= quota) continue;
+    uint64_t l = fl_index_erase_slot(&v, i);
+    if (l != FL_LOC_NONE) locs[atomicAdd(&counters[0], 1ull)] = l;
+  }
+}
+
+__global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    locs[i] = fl_index_erase(&v, keys[i]);
+}
+
+// One warp per row: the warp copies the row into its slot with 4-byte words,
+// then lane 0 publishes the key. The fence orders the row before the pointer.
+__global__ void admit_kernel(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
+                             const uint8_t *src, const uint64_t *src_off,
+                             const uint32_t *row_bytes, uint64_t n, uint32_t now,
+                             uint8_t *result) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+  for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
+    const uint32_t *s = (const uint32_t *)(src + src_off[r]);
+    uint32_t *d = (uint32_t *)slots[r];
+    for (uint32_t w = lane; w < row_bytes[r] / 4; w += 32) d[w] = s[w];
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) result[r] = (uint8_t)fl_index_insert(&v, keys[r], slots[r], now);
+  }
+}
+
+}  // namespace
+
+extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
+  reset_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_age_histogram(fl_index_view v, uint32_t now, unsigned long long *hist,
+                                       void *stream) {
+  cudaError_t e = cudaMemsetAsync(hist, 0, FL_AGE_BUCKETS * sizeof *hist, (cudaStream_t)stream);
+  if (e != cudaSuccess) return (int)e;
+  histogram_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, now, hist);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_evict(fl_index_view v, uint32_t now, uint32_t b, uint64_t quota,
+                               uint64_t *locs, unsigned long long *counters, void *stream) {
+  cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
+  if (e != cudaSuccess) return (int)e;
+  evict_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, now, b, quota, locs,
+                                                                         counters);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
+                               void *stream) {
+  if (n == 0) return 0;
+  erase_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(v, keys, n, locs);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_admit(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
+                               const uint8_t *src, const uint64_t *src_off,
+                               const uint32_t *row_bytes, uint64_t n, uint32_t now,
+                               uint8_t *result, void *stream) {
+  if (n == 0) return 0;
+  admit_kernel<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(
+      v, keys, slots, src, src_off, row_bytes, n, now, result);
+  return (int)cudaGetLastError();
+}

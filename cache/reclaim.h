@@ -1,0 +1,54 @@
+/* reclaim.h: batch-based reclamation. An evicted or invalidated entry is first
+ * made a tombstone in the index (readers stop finding it); its slab goes on
+ * the retired list tagged with the epoch of its removal, and returns to the
+ * pool only when every query that began at or before that epoch has finished
+ * (CUDA: its completion event on the caller's stream has fired). So copy
+ * kernels read slabs without locks and never see reused memory.
+ * Not thread-safe: the cache calls it under its mutex. */
+#ifndef FL_CACHE_RECLAIM_H
+#define FL_CACHE_RECLAIM_H
+
+#include <stdint.h>
+
+
+typedef struct fl_inflight {
+  uint64_t start;  /* epoch when the query began */
+  void *event;     /* cudaEvent_t marking its end on the caller's stream, or NULL */
+  int active;      /* 1 while the query may still read slabs */
+} fl_inflight;
+
+typedef struct fl_retired {
+  uint64_t loc;    /* slab address */
+  uint64_t epoch;  /* epoch of its removal from the index */
+  uint32_t part;   /* which part's pool owns it */
+} fl_retired;
+
+typedef struct fl_reclaim {
+  uint64_t epoch;          /* bumped at each removal batch */
+  fl_inflight *inflight;   /* slots, reused; tickets index into it */
+  uint32_t n_inflight, cap_inflight;
+  fl_retired *retired;
+  uint64_t n_retired, cap_retired;
+} fl_reclaim;
+
+void fl_reclaim_destroy(fl_reclaim *r);
+/* Registers a query; returns its ticket, or -1 on allocation failure. */
+int64_t fl_reclaim_begin(fl_reclaim *r);
+/* The query's reads end when `event` fires (CUDA), or now when event is NULL. */
+void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event);
+/* Retires slabs just removed from the index (the removal must be complete,
+ * i.e. visible to every query that starts afterwards). Returns 0 or -1 (OOM:
+ * the caller then waits for the device and frees at once). */
+int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t part);
+/* How the owner frees a slab and tracks events (CUDA) for fl_reclaim_collect. */
+typedef struct fl_reclaim_hooks {
+  void (*free_slab)(void *ctx, uint32_t part, uint64_t loc);
+  int (*event_done)(void *ctx, void *event);     /* has the event fired? */
+  void (*release_event)(void *ctx, void *event); /* back to the owner's pool */
+  void *ctx;
+} fl_reclaim_hooks;
+
+/* Frees what no running query can read. Returns slabs freed. */
+uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h);
+
+#endif

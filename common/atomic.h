@@ -1,0 +1,34 @@
+/* atomic.h: the few atomic operations the shared index logic needs, with one
+ * spelling for device code (CUDA atomics and fences) and host code (GCC
+ * __atomic builtins), so index.h compiles unchanged on both sides. */
+#ifndef FL_COMMON_ATOMIC_H
+#define FL_COMMON_ATOMIC_H
+
+#include "common/hd.h"
+
+#ifdef __CUDA_ARCH__
+#define FL_FENCE() __threadfence()
+FL_HD uint32_t fl_ld32(const uint32_t *p) { return *(const volatile uint32_t *)p; }
+FL_HD uint64_t fl_ld64(const uint64_t *p) { return *(const volatile uint64_t *)p; }
+FL_HD void fl_st32(uint32_t *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+FL_HD void fl_st64(uint64_t *p, uint64_t v) { *(volatile uint64_t *)p = v; }
+/* Returns the previous value, like atomicCAS; a full fence follows so the
+ * claimant's next writes are ordered after the claim. */
+FL_HD uint32_t fl_cas32(uint32_t *p, uint32_t expect, uint32_t desired) {
+  uint32_t old = atomicCAS((unsigned int *)p, expect, desired);
+  __threadfence();
+  return old;
+}
+#else
+#define FL_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+FL_HD uint32_t fl_ld32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+FL_HD uint64_t fl_ld64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+FL_HD void fl_st32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+FL_HD void fl_st64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+FL_HD uint32_t fl_cas32(uint32_t *p, uint32_t expect, uint32_t desired) {
+  __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return expect;
+}
+#endif
+
+#endif

@@ -1,0 +1,67 @@
+/* mem.c: jemalloc arena management for the store (see mem.h).
+ *
+ * Under AddressSanitizer (FL_MEM_SYSTEM_MALLOC, set by dram_store/BUILD for
+ * --config=asan) blocks come from the system allocator instead: a statically
+ * linked jemalloc replaces malloc for the whole program and crashes ASan's
+ * start-up, and ASan can only check accesses to memory it allocated. */
+#include "dram_store/mem.h"
+
+#include <stdlib.h>
+
+#ifndef FL_MEM_SYSTEM_MALLOC
+#include <jemalloc/jemalloc.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+/* Blocks from this size up get huge-page alignment and advice: below it, a
+ * huge page would mostly hold other blocks anyway. */
+#define FL_MEM_HUGE ((size_t)2 << 20)
+
+int fl_mem_init(fl_mem *m) {
+  size_t sz = sizeof m->arena;
+  return mallctl("arenas.create", &m->arena, &sz, NULL, 0) == 0 ? 0 : -1;
+}
+
+void fl_mem_fini(fl_mem *m) {
+  char name[64];
+  snprintf(name, sizeof name, "arena.%u.destroy", m->arena);
+  (void)mallctl(name, NULL, NULL, NULL, 0);
+}
+
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero) {
+  if (bytes == 0) return NULL;
+  int flags = MALLOCX_ARENA(m->arena) | MALLOCX_TCACHE_NONE;
+  if (zero) flags |= MALLOCX_ZERO;
+  if (bytes >= FL_MEM_HUGE) flags |= MALLOCX_ALIGN(FL_MEM_HUGE);
+  void *p = mallocx(bytes, flags);
+  /* Advice only: kernels without THP (or with it off) just ignore it. */
+  if (p && bytes >= FL_MEM_HUGE) (void)madvise(p, bytes & ~(FL_MEM_HUGE - 1), MADV_HUGEPAGE);
+  return p;
+}
+
+void fl_mem_free(fl_mem *m, void *p) {
+  (void)m; /* jemalloc finds a block's arena from its address */
+  if (p) dallocx(p, MALLOCX_TCACHE_NONE);
+}
+
+#else /* FL_MEM_SYSTEM_MALLOC */
+
+int fl_mem_init(fl_mem *m) {
+  m->arena = 0;
+  return 0;
+}
+
+void fl_mem_fini(fl_mem *m) { (void)m; }
+
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero) {
+  (void)m;
+  if (bytes == 0) return NULL;
+  return zero ? calloc(1, bytes) : malloc(bytes);
+}
+
+void fl_mem_free(fl_mem *m, void *p) {
+  (void)m;
+  free(p);
+}
+
+#endif

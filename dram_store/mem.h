@@ -1,0 +1,22 @@
+/* mem.h: the store's host memory, one jemalloc arena per store. Large blocks
+ * (table arrays, row chunks) are 2 MiB aligned and advised for transparent
+ * huge pages where the system allows; the tcache is bypassed so that the whole
+ * arena can be destroyed with the store. */
+#ifndef FL_DRAM_STORE_MEM_H
+#define FL_DRAM_STORE_MEM_H
+
+#include <stddef.h>
+
+typedef struct fl_mem {
+  unsigned arena; /* jemalloc arena index from "arenas.create" */
+} fl_mem;
+
+/* 0 on success, -1 when jemalloc cannot create an arena. */
+int fl_mem_init(fl_mem *m);
+/* Destroys the arena; every block must have been freed. */
+void fl_mem_fini(fl_mem *m);
+/* `bytes` from the arena (zeroed when `zero`); NULL on failure or bytes == 0. */
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero);
+void fl_mem_free(fl_mem *m, void *p);
+
+#endif

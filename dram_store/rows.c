@@ -1,0 +1,80 @@
+/* rows.c: chunked row slots of hashed tables (see rows.h). */
+#include "dram_store/rows.h"
+
+#include <string.h>
+
+#include "dram_store/hash_index.h"
+
+/* Target chunk size: one huge page. */
+#define FL_ROWS_CHUNK_BYTES ((size_t)2 << 20)
+
+void fl_rows_init(fl_rows *p, size_t row_bytes) {
+  memset(p, 0, sizeof *p);
+  p->row_bytes = row_bytes;
+  p->stride = sizeof(fl_row_head) + ((row_bytes + 7) & ~(size_t)7);
+  p->chunk_bits = 0;
+  while (((size_t)2 << p->chunk_bits) * p->stride <= FL_ROWS_CHUNK_BYTES) p->chunk_bits++;
+  atomic_init(&p->dir, NULL);
+}
+
+void fl_rows_fini(fl_rows *p, fl_mem *m) {
+  unsigned char **dir = atomic_load(&p->dir);
+  for (uint64_t c = 0; c < p->chunks; c++) fl_mem_free(m, dir[c]);
+  fl_mem_free(m, dir);
+  fl_mem_free(m, p->free);
+}
+
+/* Grows the directory to hold `need` chunk pointers; readers keep using the
+ * old copy until the grace period ends. */
+static int fl_rows_grow_dir(fl_rows *p, fl_mem *m, fl_grace *g, uint64_t need) {
+  uint64_t cap = p->dir_cap ? p->dir_cap : 16;
+  while (cap < need) cap *= 2;
+  unsigned char **nd = fl_mem_alloc(m, cap * sizeof *nd, 1);
+  if (!nd) return -1;
+  unsigned char **od = atomic_load(&p->dir);
+  if (p->chunks) memcpy(nd, od, p->chunks * sizeof *nd);
+  atomic_store(&p->dir, nd);
+  p->dir_cap = cap;
+  if (od) {
+    fl_grace_wait(g);
+    fl_mem_free(m, od);
+  }
+  return 0;
+}
+
+static int fl_rows_grow_free(fl_rows *p, fl_mem *m, uint64_t need) {
+  uint64_t cap = p->free_cap ? p->free_cap : 1024;
+  while (cap < need) cap *= 2;
+  uint32_t *nf = fl_mem_alloc(m, cap * sizeof *nf, 0);
+  if (!nf) return -1;
+  if (p->n_free) memcpy(nf, p->free, p->n_free * sizeof *nf);
+  fl_mem_free(m, p->free);
+  p->free = nf;
+  p->free_cap = cap;
+  return 0;
+}
+
+int fl_rows_reserve(fl_rows *p, fl_mem *m, fl_grace *g, uint64_t n) {
+  if (n <= p->n_free) return 0;
+  uint64_t slots = p->next + (n - p->n_free);
+  if (slots > FL_HROW_LIMIT) return -1;
+  uint64_t per_chunk = (uint64_t)1 << p->chunk_bits;
+  uint64_t chunks = (slots + per_chunk - 1) / per_chunk;
+  /* Every slot handed out may come back: the free stack must hold them all. */
+  if (slots > p->free_cap && fl_rows_grow_free(p, m, slots) != 0) return -1;
+  if (chunks > p->dir_cap && fl_rows_grow_dir(p, m, g, chunks) != 0) return -1;
+  unsigned char **dir = atomic_load(&p->dir);
+  while (p->chunks < chunks) {
+    dir[p->chunks] = fl_mem_alloc(m, per_chunk * p->stride, 0);
+    if (!dir[p->chunks]) return -1;
+    p->chunks++;
+  }
+  return 0;
+}
+
+uint32_t fl_rows_take(fl_rows *p) {
+  if (p->n_free) return p->free[--p->n_free];
+  return (uint32_t)p->next++;
+}
+
+void fl_rows_give(fl_rows *p, uint32_t r) { p->free[p->n_free++] = r; }

@@ -1,0 +1,132 @@
+/* table.c: creation, writer-side updates and walks of one table (the
+ * lock-free read is inline in table.h). */
+#include "dram_store/table.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d) {
+  memset(t, 0, sizeof *t);
+  t->env = env;
+  t->id = id;
+  t->desc = *d;
+  t->row_bytes = (size_t)d->dim * fl_dtype_bytes(d->dtype);
+  pthread_mutex_init(&t->write_lock, NULL);
+  atomic_init(&t->index, NULL);
+  fl_rows_init(&t->slots, t->row_bytes);
+  char fallback[16];
+  snprintf(fallback, sizeof fallback, "t%u", id);
+  const char *name = d->name ? d->name : fallback;
+  t->name = malloc(strlen(name) + 1);
+  if (!t->name) goto oom;
+  strcpy(t->name, name);
+  t->desc.name = t->name;
+  if (d->id_kind == FL_IDS_DENSE) {
+    t->dense = fl_mem_alloc(&env->mem, d->corpus_size * t->row_bytes, 1);
+    if (!t->dense && d->corpus_size) goto oom;
+    atomic_init(&t->rows, d->corpus_size);
+  } else {
+    /* Start small: corpus_size is a guess, and growth is cheap. */
+    uint64_t guess = d->corpus_size < 1024 ? d->corpus_size : 1024;
+    atomic_init(&t->index, fl_hindex_new(&env->mem, guess));
+    if (!atomic_load(&t->index)) goto oom;
+  }
+  return 0;
+oom:
+  fl_table_fini(t);
+  return -1;
+}
+
+void fl_table_fini(fl_table *t) {
+  fl_mem *m = &t->env->mem;
+  fl_mem_free(m, t->dense);
+  fl_hindex_free(m, atomic_load(&t->index));
+  fl_rows_fini(&t->slots, m);
+  pthread_mutex_destroy(&t->write_lock);
+  free(t->name);
+  t->dense = NULL;
+  t->name = NULL;
+  atomic_store(&t->index, NULL);
+}
+
+size_t fl_table_first_out_of_range(const fl_table *t, const uint64_t *ids, size_t n) {
+  if (t->desc.id_kind != FL_IDS_DENSE) return n;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] >= t->desc.corpus_size) return i;
+  return n;
+}
+
+int fl_table_reserve(fl_table *t, uint64_t n) {
+  if (t->dense) return 0;
+  fl_store_env *env = t->env;
+  fl_hindex *ix = atomic_load(&t->index);
+  if (!fl_hindex_fits(ix, n)) {
+    /* Double on growth (amortized O(1) per insert); rebuilding at the same
+     * size just sweeps tombstones. */
+    uint64_t extra = n > ix->live ? n : ix->live;
+    fl_hindex *nx = fl_hindex_rebuild(&env->mem, ix, extra);
+    if (!nx) return -1;
+    atomic_store(&t->index, nx);
+    fl_grace_wait(&env->grace);
+    fl_hindex_free(&env->mem, ix);
+  }
+  return fl_rows_reserve(&t->slots, &env->mem, &env->grace, n);
+}
+
+int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
+  fl_seqlocks *l = &t->env->seq;
+  if (t->dense) {
+    _Atomic uint32_t *s = fl_seq_of(l, t->id, id);
+    fl_seq_write_begin(s);
+    memcpy(t->dense + id * t->row_bytes, vec, t->row_bytes);
+    fl_seq_write_end(s);
+    return 0;
+  }
+  fl_hindex *ix = atomic_load(&t->index);
+  uint32_t r = fl_hindex_find(ix, id);
+  int fresh = r == FL_HROW_EMPTY;
+  if (fresh) r = fl_rows_take(&t->slots);
+  fl_row_head *h = fl_rows_slot(&t->slots, r);
+  _Atomic uint32_t *s = fl_seq_of(l, t->id, r);
+  fl_seq_write_begin(s);
+  atomic_store_explicit(&h->owner, id, memory_order_relaxed);
+  memcpy(h + 1, vec, t->row_bytes);
+  fl_seq_write_end(s);
+  if (fresh) {
+    /* Published only once the row is complete. */
+    fl_hindex_insert(ix, id, r);
+    atomic_fetch_add_explicit(&t->rows, 1, memory_order_relaxed);
+  }
+  return fresh;
+}
+
+int fl_table_erase(fl_table *t, uint64_t id) {
+  uint32_t r = fl_hindex_erase(atomic_load(&t->index), id);
+  if (r == FL_HROW_EMPTY) return 0;
+  /* Readers that still reach r through a stale probe see a foreign owner. */
+  fl_row_head *h = fl_rows_slot(&t->slots, r);
+  _Atomic uint32_t *s = fl_seq_of(&t->env->seq, t->id, r);
+  fl_seq_write_begin(s);
+  atomic_store_explicit(&h->owner, ~id, memory_order_relaxed);
+  fl_seq_write_end(s);
+  fl_rows_give(&t->slots, r);
+  atomic_fetch_sub_explicit(&t->rows, 1, memory_order_relaxed);
+  return 1;
+}
+
+int fl_table_walk(fl_table *t, fl_row_fn fn, void *ctx) {
+  int rc = 0;
+  if (t->dense) {
+    for (uint64_t id = 0; id < t->desc.corpus_size && !rc; id++)
+      rc = fn(ctx, id, t->dense + id * t->row_bytes);
+    return rc;
+  }
+  const fl_hindex *ix = atomic_load(&t->index);
+  for (uint64_t i = 0; i <= ix->mask && !rc; i++) {
+    uint32_t r = atomic_load_explicit(&ix->slot[i].row, memory_order_relaxed);
+    if (r == FL_HROW_EMPTY || r == FL_HROW_TOMB) continue;
+    rc = fn(ctx, atomic_load_explicit(&ix->slot[i].key, memory_order_relaxed),
+            fl_rows_slot(&t->slots, r) + 1);
+  }
+  return rc;
+}

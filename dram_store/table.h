@@ -1,0 +1,107 @@
+/* table.h: one table of the store: its rows (a dense array, or hashed-id
+ * slots behind a lock-free index), the torn-free row read used by gathers and
+ * the writer-side put/erase used by upserts, removes, fills and loads.
+ *
+ * Writers of a table hold its write_lock; readers take no lock. Every row
+ * write happens under the row's striped seqlock (seqlock.h). */
+#ifndef FL_DRAM_STORE_TABLE_H
+#define FL_DRAM_STORE_TABLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "dram_store/grace.h"
+#include "dram_store/hash_index.h"
+#include "dram_store/mem.h"
+#include "dram_store/rows.h"
+#include "dram_store/seqlock.h"
+#include "include/fleche.h"
+
+/* Store-wide state every table uses. */
+typedef struct fl_store_env {
+  fl_mem mem;        /* the store's jemalloc arena */
+  fl_seqlocks seq;   /* row seqlock stripes of all tables */
+  fl_grace grace;    /* grace periods for swapped indexes and directories */
+} fl_store_env;
+
+typedef struct fl_table {
+  fl_table_desc desc;         /* as created; desc.name points at name */
+  char *name;                 /* owned copy of the name ("t<i>" when none was given) */
+  uint32_t id;                /* the table's number in the store */
+  size_t row_bytes;           /* bytes of one vector: dim * element size */
+  pthread_mutex_t write_lock; /* serializes writers: upsert, remove, fill, save, export */
+  _Atomic uint64_t rows;      /* rows held: corpus_size for dense, live ids for hashed */
+  _Atomic uint64_t lookups;   /* ids gathers looked up (relaxed, batched per chunk) */
+  _Atomic uint64_t misses;    /* of which not found */
+  unsigned char *dense;       /* dense: corpus_size rows of row_bytes, zeroed at create */
+  fl_hindex *_Atomic index;   /* hashed: id -> slot; swapped seq_cst on rebuild */
+  fl_rows slots;              /* hashed: where the rows live */
+  fl_store_env *env;          /* the store's shared state */
+} fl_table;
+
+/* Bytes of one element of `dtype`. */
+static inline size_t fl_dtype_bytes(fl_dtype dtype) { return dtype == FL_FP16 ? 2 : 4; }
+
+/* 0, or -1 on out of memory (t is then finalized). `d` is validated. */
+int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d);
+void fl_table_fini(fl_table *t);
+
+/* Index of the first id >= corpus_size of a dense table, or n (hashed: n). */
+size_t fl_table_first_out_of_range(const fl_table *t, const uint64_t *ids, size_t n);
+
+/* Writer (write_lock held): room for n new ids without allocating;
+ * 0, or -1 when out of memory (nothing visible changed). */
+int fl_table_reserve(fl_table *t, uint64_t n);
+/* Writer: stores `vec` as id's row (id in range, room reserved); 1 when the
+ * id is new. */
+int fl_table_put(fl_table *t, uint64_t id, const void *vec);
+/* Writer, hashed tables: removes id; 1 when it was present. */
+int fl_table_erase(fl_table *t, uint64_t id);
+/* Writer: calls fn for every row (dense: ids 0..corpus-1 in order; hashed: in
+ * index order) until fn returns nonzero, which is returned. */
+typedef int (*fl_row_fn)(void *ctx, uint64_t id, const void *vec);
+int fl_table_walk(fl_table *t, fl_row_fn fn, void *ctx);
+
+/* Reader hint: start fetching what reading `id` will touch. */
+static inline void fl_table_prefetch(fl_table *t, uint64_t id) {
+  if (t->dense) {
+    __builtin_prefetch(t->dense + id * t->row_bytes);
+  } else {
+    __builtin_prefetch(fl_hindex_home(atomic_load_explicit(&t->index, memory_order_relaxed), id));
+  }
+}
+
+/* Reader: copies id's vector into out; 1 when found, 0 when a hashed table
+ * lacks it (out untouched). Dense ids must be in range. Callers are inside a
+ * grace section (fl_grace_enter). */
+static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
+  fl_seqlocks *l = &t->env->seq;
+  if (t->dense) {
+    const unsigned char *src = t->dense + id * t->row_bytes;
+    _Atomic uint32_t *s = fl_seq_of(l, t->id, id);
+    uint32_t v;
+    do {
+      v = fl_seq_read_begin(s);
+      memcpy(out, src, t->row_bytes);
+    } while (fl_seq_read_retry(s, v));
+    return 1;
+  }
+  for (;;) {
+    uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
+    if (r == FL_HROW_EMPTY) return 0;
+    fl_row_head *h = fl_rows_slot(&t->slots, r);
+    _Atomic uint32_t *s = fl_seq_of(l, t->id, r);
+    uint32_t v;
+    uint64_t owner;
+    do {
+      v = fl_seq_read_begin(s);
+      owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
+      memcpy(out, h + 1, t->row_bytes);
+    } while (fl_seq_read_retry(s, v));
+    /* A stale slot (the id was removed, the slot reused): look again. */
+    if (owner == id) return 1;
+  }
+}
+
+#endif

@@ -1,0 +1,85 @@
+/* query.c: fl_query: validates a request, splits it into part batches (one for
+ * the flat layout, one per table for the per-table baseline), registers the
+ * query for batch-based reclamation and runs the backend's engine. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "dram_store/store_internal.h"
+#include "fusion/query.h"
+
+static fl_status validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
+  if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (q[i].table >= c->n_tables)
+      return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u: table %u does not exist (%u tables)",
+                     i, q[i].table, c->n_tables);
+    if (q[i].n > 0 && (!q[i].ids || !q[i].out))
+      return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u (table %u): %s is NULL", i, q[i].table,
+                     q[i].ids ? "out" : "ids");
+    if (q[i].n > 0xffffffffull)
+      return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u (table %u): %zu ids, more than 2^32-1",
+                     i, q[i].table, q[i].n);
+    total += q[i].n;
+  }
+  if (total > 0xffffffffull)
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: %llu ids in one call, more than 2^32-1",
+                   (unsigned long long)total);
+  return FL_OK;
+}
+
+/* Builds part `part`'s batch from the queries of its tables. */
+static fl_status make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint32_t n,
+                            fl_batch_arg *args, uint32_t *query_of, fl_part_batch *b) {
+  memset(b, 0, sizeof *b);
+  b->c = c;
+  b->part = part;
+  b->args = args;
+  b->query_of = query_of;
+  for (uint32_t i = 0; i < n; i++) {
+    const fl_table_info *ti = &c->tables[q[i].table];
+    if (ti->part != part || q[i].n == 0) continue;
+    fl_batch_arg *a = &args[b->n_args];
+    memset(a, 0, sizeof *a);
+    a->ids = q[i].ids;
+    a->out = q[i].out;
+    a->key_offset = b->n_keys;
+    a->n = (uint32_t)q[i].n;
+    a->table = q[i].table;
+    a->vec_bytes = ti->vec_bytes;
+    query_of[b->n_args] = i;
+    b->n_keys += q[i].n;
+    if (ti->vec_bytes > b->max_row) b->max_row = ti->vec_bytes;
+    b->n_args++;
+  }
+  return FL_OK;
+}
+
+fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_query: cache is NULL");
+  fl_status st = validate(c, queries, n_queries);
+  if (st != FL_OK) return st;
+  atomic_fetch_add(&c->queries, 1);
+  fl_batch_arg *args = malloc((n_queries ? n_queries : 1) * sizeof *args);
+  uint32_t *query_of = malloc((n_queries ? n_queries : 1) * sizeof *query_of);
+  if (!args || !query_of) {
+    free(args);
+    free(query_of);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  uint32_t now = (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
+  /* Per-table layout: one part batch (its own launches) per table. The flat
+   * layout has one part, so one batch covers every table. */
+  for (uint32_t part = 0; part < c->n_parts && st == FL_OK; part++) {
+    fl_part_batch b;
+    make_batch(c, part, queries, n_queries, args, query_of, &b);
+    if (b.n_keys == 0) continue;
+    b.now = now;
+    b.stream = stream;
+    st = c->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
+  }
+  free(args);
+  free(query_of);
+  return st;
+}

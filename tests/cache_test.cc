@@ -1,0 +1,372 @@
+// cache_test.cc: the cache and query path through the public C API, on the
+// host backend everywhere and on the CUDA backend where a GPU is usable. The
+// oracle: every vector a query returns equals the store's vector for that
+// (table, id), whatever the cache did (admissions, evictions, invalidations,
+// concurrent callers).
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "tests/shims.h"
+
+namespace {
+
+struct Param {
+  fl_backend backend;
+  fl_layout layout;
+  uint32_t key_bits;
+};
+
+std::string Name(const testing::TestParamInfo<Param> &p) {
+  return std::string(p.param.backend == FL_BACKEND_CUDA ? "Cuda" : "Host") +
+         (p.param.layout == FL_LAYOUT_FLAT ? "Flat" : "PerTable") + std::to_string(p.param.key_bits);
+}
+
+// Four tables of mixed shapes: dims 8, 3 (fp16: rows not 4-byte aligned),
+// 64, and a hashed table of dim 16.
+std::vector<fl_table_desc> Tables() {
+  return {
+      {"small", 50, 8, FL_FP32, FL_IDS_DENSE},
+      {"half", 3000, 3, FL_FP16, FL_IDS_DENSE},
+      {"wide", 20000, 64, FL_FP32, FL_IDS_DENSE},
+      {"hashed", 5000, 16, FL_FP32, FL_IDS_HASHED},
+  };
+}
+
+size_t ElemBytes(const fl_table_desc &d) { return d.dtype == FL_FP16 ? 2 : 4; }
+size_t RowBytes(const fl_table_desc &d) { return d.dim * ElemBytes(d); }
+
+// Hashed table ids: raw 64-bit values.
+uint64_t HashedId(uint64_t k) { return k * 0x9e3779b97f4a7c15ull + 12345; }
+
+class CacheTest : public testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == FL_BACKEND_CUDA) FL_REQUIRE_GPU();
+    tables_ = Tables();
+    fl_store *s = nullptr;
+    ASSERT_EQ(fl_store_create(tables_.data(), (uint32_t)tables_.size(), 2, &s), FL_OK)
+        << fl_store_last_error(nullptr);
+    store_.reset(s);
+    for (uint32_t t = 0; t < 3; t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s, t, 7), s);
+    // The hashed table holds 4000 of the 5000 ids the queries use: 1000 miss.
+    std::vector<uint64_t> ids(4000);
+    std::vector<float> rows(4000 * 16);
+    for (uint64_t k = 0; k < 4000; k++) {
+      ids[k] = HashedId(k);
+      for (int j = 0; j < 16; j++) rows[k * 16 + j] = fl_synthetic_value(9, 3, ids[k], j);
+    }
+    FL_ASSERT_OK_STORE(fl_store_upsert(s, 3, ids.data(), ids.size(), rows.data()), s);
+  }
+
+  fl_config Config(uint64_t budget) {
+    fl_config cfg;
+    fl_config_default(&cfg);
+    cfg.backend = GetParam().backend;
+    cfg.layout = GetParam().layout;
+    cfg.key_bits = GetParam().key_bits;
+    cfg.budget_bytes = budget;
+    cfg.admit_probability = 0.7;
+    cfg.host_threads = 2;
+    return cfg;
+  }
+
+  fl::Cache MakeCache(const fl_config &cfg) {
+    fl_cache *c = nullptr;
+    fl_status s = fl_cache_create(store_.get(), &cfg, &c);
+    EXPECT_EQ(s, FL_OK) << fl::Describe(s, fl_cache_last_error(nullptr));
+    return fl::Cache(c);
+  }
+
+  // Random skewed ids per table (duplicates likely), `n` per table.
+  std::vector<std::vector<uint64_t>> Ids(std::mt19937_64 &rng, size_t n) {
+    std::vector<std::vector<uint64_t>> ids(tables_.size());
+    for (size_t t = 0; t < tables_.size(); t++) {
+      uint64_t corpus = tables_[t].corpus_size;
+      for (size_t i = 0; i < n; i++) {
+        // Squaring a uniform skews towards small ranks: hot and cold ids.
+        double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        uint64_t k = (uint64_t)(u * u * corpus) % corpus;
+        ids[t].push_back(t == 3 ? HashedId(k) : k);
+      }
+    }
+    return ids;
+  }
+
+  // Runs one query of all tables and checks every row against the store.
+  void QueryAndCheck(fl_cache *c, const std::vector<std::vector<uint64_t>> &ids, void *stream,
+                     bool device_buffers) {
+    size_t nt = tables_.size();
+    std::vector<std::vector<uint8_t>> out(nt), want(nt);
+    std::vector<fl_table_query> q(nt), w(nt);
+    std::vector<void *> dev_ids(nt, nullptr), dev_out(nt, nullptr);
+    for (size_t t = 0; t < nt; t++) {
+      size_t bytes = ids[t].size() * RowBytes(tables_[t]);
+      out[t].assign(bytes, 0xAB);  // poison: every byte must be written
+      want[t].assign(bytes, 0xCD);
+      q[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), out[t].data()};
+      w[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), want[t].data()};
+      if (device_buffers && bytes) {
+        ASSERT_EQ(cudaMalloc(&dev_ids[t], ids[t].size() * 8), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dev_out[t], bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dev_ids[t], ids[t].data(), ids[t].size() * 8, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        ASSERT_EQ(cudaMemset(dev_out[t], 0xAB, bytes), cudaSuccess);
+        q[t].ids = (const uint64_t *)dev_ids[t];
+        q[t].out = dev_out[t];
+      }
+    }
+    FL_ASSERT_OK_CACHE(fl_query(c, q.data(), (uint32_t)nt, stream), c);
+    if (GetParam().backend == FL_BACKEND_CUDA)
+      ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)stream), cudaSuccess);
+    for (size_t t = 0; t < nt; t++) {
+      if (device_buffers && dev_out[t]) {
+        ASSERT_EQ(cudaMemcpy(out[t].data(), dev_out[t], out[t].size(), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        cudaFree(dev_ids[t]);
+        cudaFree(dev_out[t]);
+      }
+    }
+    FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nt, FL_MISSING_ZERO, nullptr),
+                       store_.get());
+    for (size_t t = 0; t < nt; t++) {
+      size_t rb = RowBytes(tables_[t]);
+      for (size_t i = 0; i < ids[t].size(); i++)
+        ASSERT_EQ(0, std::memcmp(out[t].data() + i * rb, want[t].data() + i * rb, rb))
+            << "table " << t << " id " << ids[t][i] << " at position " << i;
+    }
+  }
+
+  fl_cache_stats Stats(fl_cache *c) {
+    fl_cache_stats s;
+    EXPECT_EQ(fl_cache_stats_get(c, &s, nullptr, 0), FL_OK);
+    return s;
+  }
+
+  std::vector<fl_table_desc> tables_;
+  fl::Store store_;
+};
+
+TEST_P(CacheTest, OracleWithAdmissionsAndEvictions) {
+  // A budget far below the model (about 1.4 MB of vectors): constant eviction.
+  fl::Cache c = MakeCache(Config(512 << 10));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(1);
+  for (int batch = 0; batch < 40; batch++) {
+    auto ids = Ids(rng, 1 + batch * 37 % 900);
+    QueryAndCheck(c.get(), ids, nullptr, false);
+    if (HasFatalFailure()) return;
+  }
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.hits, 0u);
+  EXPECT_GT(s.misses, 0u);
+  EXPECT_GT(s.admissions, 0u);
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.hits + s.misses + s.dram_hits, s.lookups);
+  EXPECT_LE(s.pool_bytes + s.index_bytes, 512u << 10) << "budget exceeded";
+}
+
+TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
+  fl_config cfg = Config(64 << 20);
+  cfg.admit_probability = 1.0;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(2);
+  auto ids = Ids(rng, 500);
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  fl_cache_stats_reset(c.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  fl_cache_stats s = Stats(c.get());
+  // Everything was admitted on the first pass, except the hashed table's ids
+  // the store does not hold (answered as zeros, admitted as zeros too).
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_EQ(s.hits, s.lookups);
+}
+
+TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
+  fl_config cfg = Config(8 << 20);
+  cfg.admit_probability = 1.0;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::vector<std::vector<uint64_t>> ids(tables_.size());
+  ids[2] = {1, 2, 3, 1000, 19999};
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  std::vector<float> rows(3 * 64, 42.5f);
+  uint64_t changed[3] = {2, 1000, 5};
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, changed, 3, rows.data()), store_.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);  // must see 42.5 for ids 2 and 1000
+  EXPECT_GE(Stats(c.get()).invalidations, 2u);
+}
+
+TEST_P(CacheTest, BadInputChangesNothing) {
+  fl::Cache c = MakeCache(Config(8 << 20));
+  ASSERT_NE(c, nullptr);
+  std::vector<uint64_t> ids = {1, 2, 50};  // 50 is out of range for "small"
+  std::vector<float> out(3 * 8);
+  fl_table_query q = {0, ids.data(), ids.size(), out.data()};
+  EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_ERR_OUT_OF_RANGE);
+  std::string msg = fl_cache_last_error(c.get());
+  EXPECT_NE(msg.find("small"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("50"), std::string::npos) << msg;
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_EQ(s.admissions, 0u);
+  EXPECT_EQ(s.index_entries, 0u);
+  q.table = 9;
+  EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("table 9"), std::string::npos);
+  q.table = 0;
+  q.ids = nullptr;
+  EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_query(nullptr, &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  // Still fully usable.
+  std::mt19937_64 rng(3);
+  QueryAndCheck(c.get(), Ids(rng, 100), nullptr, false);
+}
+
+TEST_P(CacheTest, ClearDropsEverything) {
+  fl_config cfg = Config(8 << 20);
+  cfg.admit_probability = 1.0;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(4);
+  auto ids = Ids(rng, 300);
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  EXPECT_GT(Stats(c.get()).index_entries, 0u);
+  FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
+  EXPECT_EQ(Stats(c.get()).index_entries, 0u);
+  fl_cache_stats_reset(c.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  EXPECT_EQ(Stats(c.get()).hits, 0u);
+}
+
+TEST_P(CacheTest, ConcurrentCallersWithEvictions) {
+  fl::Cache c = MakeCache(Config(384 << 10));
+  ASSERT_NE(c, nullptr);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int th = 0; th < 4; th++) {
+    threads.emplace_back([&, th] {
+      cudaStream_t stream = nullptr;
+      if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
+      std::mt19937_64 rng(100 + th);
+      for (int batch = 0; batch < 15; batch++) {
+        QueryAndCheck(c.get(), Ids(rng, 200 + 50 * th), stream,
+                      GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
+        if (HasFailure()) failures++;
+      }
+      if (stream) cudaStreamDestroy(stream);
+    });
+  }
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(Stats(c.get()).evictions, 0u);
+}
+
+// A writer keeps rewriting rows while readers query: every returned row must
+// be one whole version (all elements equal, of a version the writer wrote).
+TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
+  fl_config cfg = Config(4 << 20);
+  cfg.admit_probability = 1.0;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::vector<uint64_t> ids(64);
+  for (uint64_t i = 0; i < 64; i++) ids[i] = i * 7;
+  std::atomic<bool> stop{false};
+  std::atomic<int> version{1};
+  std::vector<float> first(64 * 64, 1.0f);
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), first.data()),
+                     store_.get());
+  std::thread writer([&] {
+    std::vector<float> rows(64 * 64);
+    for (int v = 2; v <= 200; v++) {
+      std::fill(rows.begin(), rows.end(), (float)v);
+      fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data());
+      version.store(v);
+    }
+    stop = true;
+  });
+  std::vector<float> out(64 * 64);
+  int bad = 0, stale = 0;
+  while (!stop) {
+    int before = version.load();
+    fl_table_query q = {2, ids.data(), ids.size(), out.data()};
+    if (fl_query(c.get(), &q, 1, nullptr) != FL_OK) { bad++; break; }
+    for (size_t r = 0; r < 64; r++) {
+      float v0 = out[r * 64];
+      for (int j = 1; j < 64; j++) bad += out[r * 64 + j] != v0;
+      // Never older than the version complete before the query started.
+      if (v0 < (float)before) stale++, bad++;
+    }
+  }
+  writer.join();
+  EXPECT_EQ(bad, 0) << stale << " of them stale";
+  // After the last write, every answer is the last version.
+  fl_table_query q = {2, ids.data(), ids.size(), out.data()};
+  FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
+  for (float v : out) ASSERT_EQ(v, 200.0f);
+}
+
+TEST_P(CacheTest, BudgetIsRespected) {
+  for (uint64_t budget : {64ull << 10, 1ull << 20, 10ull << 20}) {
+    fl::Cache c = MakeCache(Config(budget));
+    ASSERT_NE(c, nullptr) << budget;
+    fl_cache_stats s = Stats(c.get());
+    EXPECT_LE(s.pool_bytes + s.index_bytes, budget);
+    EXPECT_GT(s.pool_bytes, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, CacheTest,
+    testing::Values(Param{FL_BACKEND_HOST, FL_LAYOUT_FLAT, 64}, Param{FL_BACKEND_HOST, FL_LAYOUT_FLAT, 32},
+                    Param{FL_BACKEND_HOST, FL_LAYOUT_PER_TABLE, 64},
+                    Param{FL_BACKEND_CUDA, FL_LAYOUT_FLAT, 64}, Param{FL_BACKEND_CUDA, FL_LAYOUT_FLAT, 32},
+                    Param{FL_BACKEND_CUDA, FL_LAYOUT_PER_TABLE, 64}),
+    Name);
+
+TEST(CacheConfig, BadConfigsGetAClearStatus) {
+  std::vector<fl_table_desc> t = Tables();
+  fl_store *s = nullptr;
+  ASSERT_EQ(fl_store_create(t.data(), (uint32_t)t.size(), 1, &s), FL_OK);
+  fl::Store store(s);
+  fl_config cfg;
+  fl_cache *c = nullptr;
+  auto expect = [&](fl_status want, const char *word) {
+    fl_status got = fl_cache_create(s, &cfg, &c);
+    EXPECT_EQ(got, want) << word;
+    EXPECT_NE(std::string(fl_cache_last_error(nullptr)).find(word), std::string::npos)
+        << fl_cache_last_error(nullptr);
+    EXPECT_EQ(c, nullptr);
+  };
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.key_bits = 16;
+  expect(FL_ERR_INVALID_ARGUMENT, "key_bits");
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.low_watermark = 0.9;
+  cfg.high_watermark = 0.5;
+  expect(FL_ERR_INVALID_ARGUMENT, "watermarks");
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.budget_bytes = 100;
+  expect(FL_ERR_INVALID_ARGUMENT, "budget");
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.admit_probability = 1.5;
+  expect(FL_ERR_INVALID_ARGUMENT, "admit_probability");
+  EXPECT_EQ(fl_cache_create(nullptr, &cfg, &c), FL_ERR_INVALID_ARGUMENT);
+  if (fl_cuda_device_count() == 0) {
+    fl_config_default(&cfg);
+    cfg.backend = FL_BACKEND_CUDA;
+    expect(FL_ERR_NO_DEVICE, "CUDA");
+  }
+}
+
+}  // namespace

@@ -1,0 +1,41 @@
+#!/bin/sh
+# replay_test.sh: end-to-end runs of //tools:replay on the host backend with
+# tiny workloads: the generator, the real Criteo sample, gen/convert, --json,
+# --plot, --compare, and the exit codes of bad traces (1) and bad usage (2).
+set -eu
+REPLAY="$1"
+CRITEO="$2"
+T="${TEST_TMPDIR:-/tmp}"
+export FL_BACKEND=host
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$REPLAY" --help | grep -q -- "--model-npy" || fail "--help lists the options"
+
+"$REPLAY" --tables 1000,50,20000 --batch 512 --batches 6 --verify --quiet \
+  --json "$T/r.json" --plot "$T/r.svg" > "$T/out.txt" || fail "generator replay"
+grep -q "0 mismatches" "$T/out.txt" || fail "verify reports 0 mismatches"
+grep -q '"mismatches": 0' "$T/r.json" || fail "json has the numbers"
+grep -q "<svg" "$T/r.svg" || fail "plot is an svg"
+
+"$REPLAY" --compare --verify --quiet --batch 256 "$CRITEO" > "$T/c.txt" || fail "Criteo replay"
+grep -q "flat / per-table" "$T/c.txt" || fail "compare prints ratios"
+
+"$REPLAY" gen "$T/g.fltr" --tables 300,40 --batch 64 --batches 4 --switch-at 2 || fail "gen"
+"$REPLAY" --quiet --verify "$T/g.fltr" > /dev/null || fail "replay of a generated .fltr"
+"$REPLAY" convert "$CRITEO" "$T/c.fltr" --batch 500 || fail "convert"
+"$REPLAY" --quiet "$T/c.fltr" | grep -q "batches 2," || fail "replay of a converted trace"
+
+printf '0 1\n0 zz\n' > "$T/bad.txt"
+rc=0; "$REPLAY" "$T/bad.txt" 2> "$T/err.txt" || rc=$?
+[ "$rc" = 1 ] || fail "bad trace exits 1, got $rc"
+grep -q "bad.txt: line 2" "$T/err.txt" || fail "bad trace message names the line"
+head -c 200 "$T/g.fltr" > "$T/cut.fltr"
+rc=0; "$REPLAY" "$T/cut.fltr" 2> "$T/err.txt" || rc=$?
+[ "$rc" = 1 ] || fail "truncated trace exits 1, got $rc"
+grep -q "offset .*truncated" "$T/err.txt" || fail "truncation names the offset"
+
+rc=0; "$REPLAY" --no-such-option 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "usage error exits 2, got $rc"
+rc=0; "$REPLAY" --batch 0 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "bad value exits 2, got $rc"
+echo PASS

@@ -1,0 +1,663 @@
+// store_test.cc: the CPU-DRAM store through the public C API: dense and
+// hashed tables, fp16, missing ids, gathers under concurrent writers (no torn
+// vectors), statistics, and every model file format with its failure modes.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/half.h"
+#include "dram_store/store_internal.h"
+#include "dram_store/synthetic_ids.h"
+#include "tests/shims.h"
+
+namespace {
+
+using fl::Store;
+
+std::string TmpPath(const std::string &name) {
+  const char *d = std::getenv("TEST_TMPDIR");
+  return std::string(d ? d : "/tmp") + "/" + name;
+}
+
+std::vector<unsigned char> ReadFile(const std::string &p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(f), {});
+}
+
+void WriteFile(const std::string &p, const void *data, size_t n) {
+  FILE *f = std::fopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << p;
+  ASSERT_EQ(std::fwrite(data, 1, n, f), n);
+  std::fclose(f);
+}
+
+void WriteFile(const std::string &p, const std::vector<unsigned char> &v) {
+  WriteFile(p, v.data(), v.size());
+}
+
+Store MakeStore(const std::vector<fl_table_desc> &d, uint32_t threads = 2) {
+  fl_store *s = nullptr;
+  fl_status st = fl_store_create(d.data(), (uint32_t)d.size(), threads, &s);
+  EXPECT_EQ(st, FL_OK) << fl::Describe(st, fl_store_last_error(nullptr));
+  return Store(s);
+}
+
+size_t ElemBytes(const fl_table_desc &d) { return d.dtype == FL_FP16 ? 2 : 4; }
+
+// Gathers ids of one table; returns the raw rows.
+std::vector<unsigned char> Gather(fl_store *s, uint32_t table, const std::vector<uint64_t> &ids,
+                                  fl_missing policy = FL_MISSING_ZERO, uint64_t *missing = nullptr,
+                                  fl_status *status = nullptr) {
+  fl_table_desc d;
+  EXPECT_EQ(fl_store_table(s, table, &d), FL_OK);
+  std::vector<unsigned char> out(ids.size() * d.dim * ElemBytes(d) + 1, 0xAB);
+  fl_table_query q{table, ids.data(), ids.size(), out.data()};
+  fl_status st = fl_store_gather(s, &q, 1, policy, missing);
+  if (status) *status = st;
+  else EXPECT_EQ(st, FL_OK) << fl_store_last_error(s);
+  out.pop_back();
+  return out;
+}
+
+// The expected row of fl_store_fill_synthetic for (table, id).
+std::vector<unsigned char> SynthRow(const fl_table_desc &d, uint64_t seed, uint32_t table,
+                                    uint64_t id) {
+  std::vector<unsigned char> r(d.dim * ElemBytes(d));
+  for (uint32_t j = 0; j < d.dim; j++) {
+    float v = fl_synthetic_value(seed, table, id, j);
+    if (d.dtype == FL_FP16) {
+      uint16_t h = fl_f32_to_f16(v);
+      std::memcpy(&r[j * 2], &h, 2);
+    } else {
+      std::memcpy(&r[j * 4], &v, 4);
+    }
+  }
+  return r;
+}
+
+// Every row of every table equal between two stores (same descs, same ids).
+void ExpectSameRows(fl_store *a, fl_store *b, uint32_t table, const std::vector<uint64_t> &ids) {
+  EXPECT_EQ(Gather(a, table, ids), Gather(b, table, ids)) << "table " << table;
+}
+
+fl_table_desc Desc(const char *name, uint64_t corpus, uint32_t dim, fl_dtype t, fl_id_kind k) {
+  return fl_table_desc{name, corpus, dim, t, k};
+}
+
+// ---------------------------------------------------------------- basics
+
+TEST(StoreTest, CreateRejectsBadDescriptors) {
+  fl_store *s = nullptr;
+  fl_table_desc bad = Desc("x", 10, 0, FL_FP32, FL_IDS_DENSE);
+  EXPECT_EQ(fl_store_create(&bad, 1, 1, &s), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_store_last_error(nullptr)).find("dim 0"), std::string::npos);
+  bad.dim = 4097;
+  EXPECT_EQ(fl_store_create(&bad, 1, 1, &s), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_store_create(nullptr, 1, 1, &s), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_store_create(&bad, 1, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(s, nullptr);
+  fl_store_destroy(nullptr);
+}
+
+TEST(StoreTest, DenseUpsertGatherAndRange) {
+  Store s = MakeStore({Desc("d", 100, 4, FL_FP32, FL_IDS_DENSE), Desc(nullptr, 5, 2, FL_FP32, FL_IDS_DENSE)});
+  fl_table_desc d;
+  FL_ASSERT_OK_STORE(fl_store_table(s.get(), 1, &d), s.get());
+  EXPECT_STREQ(d.name, "t1");
+  EXPECT_EQ(fl_store_num_tables(s.get()), 2u);
+  // Rows start zero.
+  std::vector<unsigned char> zero(4 * 4 * 2, 0);
+  EXPECT_EQ(Gather(s.get(), 0, {3, 99}), zero);
+  std::vector<uint64_t> ids = {7, 99};
+  float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, ids.data(), 2, v), s.get());
+  auto out = Gather(s.get(), 0, {99, 7, 0});
+  float got[12];
+  std::memcpy(got, out.data(), sizeof got);
+  EXPECT_EQ(got[0], 5);
+  EXPECT_EQ(got[4], 1);
+  EXPECT_EQ(got[8], 0);
+  // Out of range: an error even under FL_MISSING_ZERO, and nothing written.
+  std::vector<uint64_t> far = {1, 100};
+  EXPECT_EQ(fl_store_upsert(s.get(), 0, far.data(), 2, v), FL_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(fl_store_last_error(s.get())).find("id 100"), std::string::npos);
+  EXPECT_EQ(Gather(s.get(), 0, {1}), std::vector<unsigned char>(16, 0));
+  fl_status st;
+  auto untouched = Gather(s.get(), 0, far, FL_MISSING_ZERO, nullptr, &st);
+  EXPECT_EQ(st, FL_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(untouched, std::vector<unsigned char>(32, 0xAB));
+  EXPECT_EQ(fl_store_remove(s.get(), 0, ids.data(), 1), FL_ERR_INVALID_ARGUMENT);
+  fl_store_table_stats stats;
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &stats), s.get());
+  EXPECT_EQ(stats.rows, 100u);
+  EXPECT_EQ(stats.bytes, 1600u);
+}
+
+TEST(StoreTest, GatherValidatesBeforeWriting) {
+  Store s = MakeStore({Desc("h", 10, 3, FL_FP32, FL_IDS_HASHED)});
+  std::vector<uint64_t> ids = {1, 2};
+  std::vector<float> out(6, -1.f);
+  fl_table_query q[2] = {{0, ids.data(), 2, out.data()}, {1, ids.data(), 2, out.data()}};
+  EXPECT_EQ(fl_store_gather(s.get(), q, 2, FL_MISSING_ZERO, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_store_last_error(s.get())).find("table 1"), std::string::npos);
+  q[1] = {0, nullptr, 2, out.data()};
+  EXPECT_EQ(fl_store_gather(s.get(), q, 2, FL_MISSING_ZERO, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(out, std::vector<float>(6, -1.f));
+  EXPECT_EQ(fl_store_gather(s.get(), nullptr, 1, FL_MISSING_ZERO, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_store_gather(s.get(), nullptr, 0, FL_MISSING_ZERO, nullptr), FL_OK);
+}
+
+TEST(StoreTest, HashedMissingIds) {
+  Store s = MakeStore({Desc("h", 10, 2, FL_FP32, FL_IDS_HASHED)});
+  std::vector<uint64_t> ids = {0xdeadbeefcafeull, 42};
+  float v[4] = {1, 2, 3, 4};
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, ids.data(), 2, v), s.get());
+  uint64_t missing = 99;
+  auto out = Gather(s.get(), 0, {42, 7, 0xdeadbeefcafeull, 8}, FL_MISSING_ZERO, &missing);
+  EXPECT_EQ(missing, 2u);
+  float got[8];
+  std::memcpy(got, out.data(), sizeof got);
+  EXPECT_EQ(got[0], 3);
+  EXPECT_EQ(got[2], 0);
+  EXPECT_EQ(got[3], 0);
+  EXPECT_EQ(got[4], 1);
+  fl_status st;
+  Gather(s.get(), 0, {42, 7}, FL_MISSING_ERROR, nullptr, &st);
+  EXPECT_EQ(st, FL_ERR_NOT_FOUND);
+  std::string msg = fl_store_last_error(s.get());
+  EXPECT_NE(msg.find("id 7"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'h'"), std::string::npos) << msg;
+  fl_store_table_stats stats;
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &stats), s.get());
+  EXPECT_EQ(stats.rows, 2u);
+  EXPECT_EQ(stats.bytes, 16u);
+  EXPECT_EQ(stats.misses, 3u);
+  EXPECT_GE(stats.lookups, 5u);
+}
+
+TEST(StoreTest, HashedRemoveReuseAndGrowth) {
+  Store s = MakeStore({Desc("h", 4, 3, FL_FP32, FL_IDS_HASHED)}, 3);
+  const uint64_t n = 50000;
+  std::vector<uint64_t> ids(n);
+  std::vector<float> v(n * 3);
+  for (uint64_t i = 0; i < n; i++) {
+    ids[i] = fl_mix64(i) | 1;  // odd ids
+    for (int j = 0; j < 3; j++) v[i * 3 + j] = (float)(i * 3 + j);
+  }
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, ids.data(), n, v.data()), s.get());
+  std::vector<uint64_t> evens(ids.begin(), ids.begin() + n / 2);
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, evens.data(), evens.size()), s.get());
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, evens.data(), evens.size()), s.get());  // absent: ignored
+  fl_store_table_stats stats;
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &stats), s.get());
+  EXPECT_EQ(stats.rows, n - n / 2);
+  // Reinsert with other values into the freed slots.
+  std::vector<float> w(v.begin(), v.begin() + (n / 2) * 3);
+  for (float &x : w) x = -x;
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, evens.data(), evens.size(), w.data()), s.get());
+  uint64_t missing = 0;
+  auto out = Gather(s.get(), 0, ids, FL_MISSING_ZERO, &missing);
+  EXPECT_EQ(missing, 0u);
+  std::vector<float> got(n * 3);
+  std::memcpy(got.data(), out.data(), out.size());
+  for (uint64_t i = 0; i < n; i++)
+    ASSERT_EQ(got[i * 3 + 1], i < n / 2 ? -v[i * 3 + 1] : v[i * 3 + 1]) << i;
+}
+
+TEST(StoreTest, FillSyntheticFp16AndFp32) {
+  std::vector<fl_table_desc> d = {Desc("a", 1000, 7, FL_FP16, FL_IDS_DENSE),
+                                  Desc("b", 3000, 16, FL_FP16, FL_IDS_HASHED),
+                                  Desc("c", 2000, 33, FL_FP32, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 2);
+  for (uint32_t t = 0; t < 3; t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), t, 77), s.get());
+  for (uint32_t t = 0; t < 3; t++) {
+    std::vector<uint64_t> ids;
+    for (uint64_t k = 0; k < d[t].corpus_size; k += 7)
+      ids.push_back(d[t].id_kind == FL_IDS_DENSE ? k : fl_synthetic_id(t, k));
+    uint64_t missing = 1;
+    auto out = Gather(s.get(), t, ids, FL_MISSING_ERROR, &missing);
+    EXPECT_EQ(missing, 0u);
+    size_t rb = d[t].dim * ElemBytes(d[t]);
+    for (size_t i = 0; i < ids.size(); i++)
+      ASSERT_EQ(std::vector<unsigned char>(out.begin() + i * rb, out.begin() + (i + 1) * rb),
+                SynthRow(d[t], 77, t, ids[i]))
+          << "table " << t << " id " << ids[i];
+    fl_store_table_stats stats;
+    FL_ASSERT_OK_STORE(fl_store_stats(s.get(), t, &stats), s.get());
+    EXPECT_EQ(stats.rows, d[t].corpus_size);
+  }
+  EXPECT_EQ(fl_store_fill_synthetic(s.get(), 3, 1), FL_ERR_INVALID_ARGUMENT);
+}
+
+TEST(StoreTest, ManyQueriesAcrossTables) {
+  std::vector<fl_table_desc> d = {Desc("a", 5000, 8, FL_FP32, FL_IDS_DENSE),
+                                  Desc("b", 5000, 24, FL_FP16, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 4);
+  for (uint32_t t = 0; t < 2; t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), t, 5), s.get());
+  std::vector<std::vector<uint64_t>> ids(40);
+  std::vector<std::vector<unsigned char>> out(40);
+  std::vector<fl_table_query> q(40);
+  for (uint32_t i = 0; i < 40; i++) {
+    uint32_t t = i % 2;
+    for (uint64_t k = 0; k < 100 + 37 * i; k++)
+      ids[i].push_back(t == 0 ? fl_mix64(k + i) % 5000 : fl_synthetic_id(1, fl_mix64(k + i) % 5200));
+    out[i].resize(ids[i].size() * d[t].dim * ElemBytes(d[t]));
+    q[i] = {t, ids[i].data(), ids[i].size(), out[i].data()};
+  }
+  std::vector<uint64_t> missing(40);
+  FL_ASSERT_OK_STORE(fl_store_gather(s.get(), q.data(), 40, FL_MISSING_ZERO, missing.data()), s.get());
+  for (uint32_t i = 0; i < 40; i++) {
+    uint32_t t = i % 2;
+    size_t rb = d[t].dim * ElemBytes(d[t]);
+    uint64_t miss = 0;
+    for (size_t r = 0; r < ids[i].size(); r++) {
+      std::vector<unsigned char> row(out[i].begin() + r * rb, out[i].begin() + (r + 1) * rb);
+      std::vector<unsigned char> want = SynthRow(d[t], 5, t, ids[i][r]);
+      if (row != want) {
+        ASSERT_EQ(row, std::vector<unsigned char>(rb, 0)) << "query " << i << " row " << r;
+        miss++;
+      }
+    }
+    EXPECT_EQ(missing[i], miss) << i;
+  }
+}
+
+// ---------------------------------------------------------------- concurrency
+
+// A row written at version v: element 0 encodes (v, id), the others are
+// element 0 + 1000, so a torn row (elements of two versions) or another id's
+// row is detectable; a missing id reads as zeros. fp16 holds these exactly.
+void VersionRow(const fl_table_desc &d, uint64_t id, uint32_t v, unsigned char *row) {
+  for (uint32_t j = 0; j < d.dim; j++) {
+    float x = (float)((v % 100) * 10 + id % 10 + (j == 0 ? 0 : 1000));
+    if (d.dtype == FL_FP16) {
+      uint16_t h = fl_f32_to_f16(x);
+      std::memcpy(row + j * 2, &h, 2);
+    } else {
+      std::memcpy(row + j * 4, &x, 4);
+    }
+  }
+}
+
+float Elem(const fl_table_desc &d, const unsigned char *row, uint32_t j) {
+  if (d.dtype == FL_FP16) {
+    uint16_t h;
+    std::memcpy(&h, row + j * 2, 2);
+    return fl_f16_to_f32(h);
+  }
+  float x;
+  std::memcpy(&x, row + j * 4, 4);
+  return x;
+}
+
+TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
+  std::vector<fl_table_desc> d = {Desc("dense32", 64, 4096, FL_FP32, FL_IDS_DENSE),
+                                  Desc("hash16", 64, 1031, FL_FP16, FL_IDS_HASHED),
+                                  Desc("hash32", 8, 300, FL_FP32, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 2);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> torn{0}, checked{0};
+  std::vector<std::thread> threads;
+  // Writers: one per table, overwrite rows with new versions; hashed tables
+  // also remove and re-add ids, and grow (ids beyond the first 64 come and go).
+  for (uint32_t t = 0; t < 3; t++) {
+    threads.emplace_back([&, t] {
+      std::vector<unsigned char> row(d[t].dim * ElemBytes(d[t]));
+      for (uint32_t v = 1; !stop.load(); v++) {
+        for (uint64_t id = 0; id < 64; id++) {
+          VersionRow(d[t], id, v, row.data());
+          ASSERT_EQ(fl_store_upsert(s.get(), t, &id, 1, row.data()), FL_OK);
+        }
+        if (d[t].id_kind == FL_IDS_HASHED) {
+          std::vector<uint64_t> rm;
+          for (uint64_t id = v % 2; id < 64; id += 2) rm.push_back(id);
+          ASSERT_EQ(fl_store_remove(s.get(), t, rm.data(), rm.size()), FL_OK);
+          std::vector<uint64_t> grow(200);
+          std::vector<unsigned char> rows(grow.size() * row.size());
+          for (size_t i = 0; i < grow.size(); i++) {
+            grow[i] = 1000 + (v % 8) * 200 + i;
+            VersionRow(d[t], grow[i], v, rows.data() + i * row.size());
+          }
+          ASSERT_EQ(fl_store_upsert(s.get(), t, grow.data(), grow.size(), rows.data()), FL_OK);
+          if (v % 8 == 7) {
+            for (uint64_t g = 1000; g < 2600; g += 200) {
+              std::vector<uint64_t> old(200);
+              for (size_t i = 0; i < 200; i++) old[i] = g + i;
+              ASSERT_EQ(fl_store_remove(s.get(), t, old.data(), old.size()), FL_OK);
+            }
+          }
+        }
+      }
+    });
+  }
+  // Readers gather all tables at once and check each row is one version.
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&] {
+      std::vector<uint64_t> ids;
+      for (uint64_t id = 0; id < 64; id++) ids.push_back(id);
+      for (uint64_t id = 1000; id < 2600; id += 13) ids.push_back(id);
+      std::vector<std::vector<unsigned char>> out(3);
+      std::vector<fl_table_query> q(3);
+      for (uint32_t t = 0; t < 3; t++) {
+        size_t n = d[t].id_kind == FL_IDS_DENSE ? 64 : ids.size();
+        out[t].resize(n * d[t].dim * ElemBytes(d[t]));
+        q[t] = {t, ids.data(), n, out[t].data()};
+      }
+      while (!stop.load()) {
+        ASSERT_EQ(fl_store_gather(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr), FL_OK);
+        for (uint32_t t = 0; t < 3; t++) {
+          size_t rb = d[t].dim * ElemBytes(d[t]);
+          for (size_t i = 0; i < q[t].n; i++) {
+            const unsigned char *row = out[t].data() + i * rb;
+            float first = Elem(d[t], row, 0);
+            bool zero = Elem(d[t], row, 1) == 0;
+            for (uint32_t j = 1; j < d[t].dim && !zero; j++)
+              if (Elem(d[t], row, j) != first + 1000) { torn++; break; }
+            // A non-zero row must belong to the id asked for.
+            if (!zero && (uint64_t)first % 10 != ids[i] % 10) torn++;
+            checked++;
+          }
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_GT(checked.load(), 1000u);
+}
+
+// ---------------------------------------------------------------- change log
+
+struct Changes {
+  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> calls;
+  static void Record(void *ctx, uint32_t table, const uint64_t *ids, size_t n) {
+    static_cast<Changes *>(ctx)->calls.push_back({table, std::vector<uint64_t>(ids, ids + n)});
+  }
+};
+
+TEST(StoreTest, ChangeCallbacks) {
+  Store s = MakeStore({Desc("d", 10, 2, FL_FP32, FL_IDS_DENSE), Desc("h", 10, 2, FL_FP32, FL_IDS_HASHED)});
+  Changes c;
+  int id = fl_store_subscribe(s.get(), Changes::Record, &c);
+  ASSERT_GE(id, 0);
+  EXPECT_NE(fl_store_workers(s.get()), nullptr);
+  ASSERT_NE(fl_store_desc(s.get(), 1), nullptr);
+  EXPECT_STREQ(fl_store_desc(s.get(), 1)->name, "h");
+  EXPECT_EQ(fl_store_desc(s.get(), 2), nullptr);
+  std::vector<uint64_t> ids = {3, 4};
+  float v[4] = {1, 2, 3, 4};
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 1, ids.data(), 2, v), s.get());
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, ids.data(), 1, v), s.get());
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 1, ids.data(), 1), s.get());
+  std::vector<uint64_t> absent = {99};
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 1, absent.data(), 1), s.get());  // changes nothing
+  FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), 0, 1), s.get());
+  ASSERT_EQ(c.calls.size(), 4u);
+  EXPECT_EQ(c.calls[0].first, 1u);
+  EXPECT_EQ(c.calls[0].second, ids);
+  EXPECT_EQ(c.calls[1].first, 0u);
+  EXPECT_EQ(c.calls[2].second, std::vector<uint64_t>{3});
+  EXPECT_TRUE(c.calls[3].second.empty());  // fill: the whole table
+  fl_store_unsubscribe(s.get(), id);
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 1, ids.data(), 2, v), s.get());
+  EXPECT_EQ(c.calls.size(), 4u);
+}
+
+// ---------------------------------------------------------------- FLST files
+
+std::vector<fl_table_desc> MixedDescs() {
+  return {Desc("C1", 300, 8, FL_FP32, FL_IDS_DENSE), Desc("C2", 500, 5, FL_FP16, FL_IDS_HASHED),
+          Desc("C3", 200, 16, FL_FP32, FL_IDS_HASHED), Desc("empty", 10, 4, FL_FP32, FL_IDS_HASHED)};
+}
+
+std::vector<uint64_t> IdsOf(const fl_table_desc &d, uint32_t t) {
+  std::vector<uint64_t> ids;
+  for (uint64_t k = 0; k < d.corpus_size; k++)
+    ids.push_back(d.id_kind == FL_IDS_DENSE ? k : fl_synthetic_id(t, k));
+  return ids;
+}
+
+Store FilledMixed() {
+  Store s = MakeStore(MixedDescs());
+  for (uint32_t t = 0; t < 3; t++) EXPECT_EQ(fl_store_fill_synthetic(s.get(), t, 9), FL_OK);
+  return s;
+}
+
+TEST(StoreFileTest, FlstRoundTrip) {
+  Store a = FilledMixed();
+  std::string p = TmpPath("round.flst");
+  FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+  fl_store *raw = nullptr;
+  fl_status st = fl_store_load(p.c_str(), 2, &raw);
+  ASSERT_EQ(st, FL_OK) << fl_store_last_error(nullptr);
+  Store b(raw);
+  auto d = MixedDescs();
+  ASSERT_EQ(fl_store_num_tables(b.get()), 4u);
+  for (uint32_t t = 0; t < 4; t++) {
+    fl_table_desc got;
+    FL_ASSERT_OK_STORE(fl_store_table(b.get(), t, &got), b.get());
+    EXPECT_STREQ(got.name, d[t].name);
+    EXPECT_EQ(got.dim, d[t].dim);
+    EXPECT_EQ(got.dtype, d[t].dtype);
+    EXPECT_EQ(got.id_kind, d[t].id_kind);
+    EXPECT_EQ(got.corpus_size, d[t].corpus_size);
+    fl_store_table_stats sa, sb;
+    FL_ASSERT_OK_STORE(fl_store_stats(a.get(), t, &sa), a.get());
+    FL_ASSERT_OK_STORE(fl_store_stats(b.get(), t, &sb), b.get());
+    EXPECT_EQ(sa.rows, sb.rows);
+    ExpectSameRows(a.get(), b.get(), t, IdsOf(d[t], t));
+  }
+}
+
+// Loads p expecting FL_ERR_FORMAT with every piece of `want` in the message.
+void ExpectLoadFails(const std::string &p, std::vector<std::string> want,
+                     fl_status expected = FL_ERR_FORMAT) {
+  fl_store *raw = nullptr;
+  EXPECT_EQ(fl_store_load(p.c_str(), 1, &raw), expected);
+  EXPECT_EQ(raw, nullptr);
+  std::string msg = fl_store_last_error(nullptr);
+  for (auto &w : want) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
+}
+
+TEST(StoreFileTest, FlstTruncatedAndCorrupted) {
+  Store a = FilledMixed();
+  std::string p = TmpPath("good.flst"), bad = TmpPath("bad.flst");
+  FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+  auto bytes = ReadFile(p);
+  ASSERT_GT(bytes.size(), 1000u);
+  // Truncations: inside the header, the metadata, and the last table's rows.
+  WriteFile(bad, bytes.data(), 20);
+  ExpectLoadFails(bad, {bad, "offset 0", "header"});
+  WriteFile(bad, bytes.data(), 40);
+  ExpectLoadFails(bad, {bad, "metadata"});
+  WriteFile(bad, bytes.data(), bytes.size() - 70);
+  ExpectLoadFails(bad, {bad, "offset", "file ends inside table 'C3' row"});
+  // Trailing garbage.
+  auto longer = bytes;
+  longer.push_back(0);
+  WriteFile(bad, longer);
+  ExpectLoadFails(bad, {"after the last table"});
+  // Corruptions: header, metadata, a row byte, an id byte.
+  for (size_t at : {size_t(9), size_t(40), bytes.size() - 5}) {
+    auto c = bytes;
+    c[at] ^= 0x10;
+    WriteFile(bad, c);
+    ExpectLoadFails(bad, {bad, "checksum mismatch"});
+  }
+  auto c = bytes;
+  c[bytes.size() - 5] ^= 1;
+  WriteFile(bad, c);
+  ExpectLoadFails(bad, {"checksum mismatch in table 'C3' rows", "offset "});
+  std::string notflst = TmpPath("not.flst");
+  WriteFile(notflst, std::string(64, 'x').data(), 64);
+  ExpectLoadFails(notflst, {"bad magic"});
+  ExpectLoadFails(TmpPath("does_not_exist.flst"), {"does_not_exist.flst", "cannot open"}, FL_ERR_IO);
+}
+
+TEST(StoreFileTest, FlstSaveWhileWriting) {
+  Store a = FilledMixed();
+  std::atomic<bool> stop{false};
+  std::thread w([&] {
+    std::vector<float> row(16, 1.f);
+    for (uint64_t i = 0; !stop.load(); i++) {
+      uint64_t id = 1000000 + i;
+      ASSERT_EQ(fl_store_upsert(a.get(), 2, &id, 1, row.data()), FL_OK);
+    }
+  });
+  std::string p = TmpPath("busy.flst");
+  for (int i = 0; i < 5; i++) {
+    FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+    fl_store *raw = nullptr;
+    ASSERT_EQ(fl_store_load(p.c_str(), 1, &raw), FL_OK) << fl_store_last_error(nullptr);
+    fl_store_destroy(raw);
+  }
+  stop = true;
+  w.join();
+}
+
+// ---------------------------------------------------------------- NumPy
+
+TEST(StoreFileTest, NpyRoundTrip) {
+  Store a = FilledMixed();
+  auto d = MixedDescs();
+  Store b = MakeStore(d);
+  for (uint32_t t = 0; t < 4; t++) {
+    std::string ids = TmpPath("ids" + std::to_string(t) + ".npy");
+    std::string vec = TmpPath("vec" + std::to_string(t) + ".npy");
+    FL_ASSERT_OK_STORE(fl_store_export_npy(a.get(), t, ids.c_str(), vec.c_str()), a.get());
+    auto head = ReadFile(vec);
+    ASSERT_GT(head.size(), 64u);
+    EXPECT_EQ(std::string(head.begin() + 1, head.begin() + 6), "NUMPY");
+    FL_ASSERT_OK_STORE(fl_store_import_npy(b.get(), t, ids.c_str(), vec.c_str()), b.get());
+    ExpectSameRows(a.get(), b.get(), t, IdsOf(d[t], t));
+    fl_store_table_stats sa, sb;
+    FL_ASSERT_OK_STORE(fl_store_stats(a.get(), t, &sa), a.get());
+    FL_ASSERT_OK_STORE(fl_store_stats(b.get(), t, &sb), b.get());
+    EXPECT_EQ(sa.rows, sb.rows);
+  }
+}
+
+// A .npy file with the given header dict (version 1 or 2) and data.
+std::vector<unsigned char> Npy(const std::string &dict, const void *data, size_t n, int version = 1) {
+  std::vector<unsigned char> f = {0x93, 'N', 'U', 'M', 'P', 'Y', (unsigned char)version, 0};
+  size_t pre = version == 1 ? 10 : 12;
+  std::string h = dict;
+  while ((pre + h.size() + 1) % 64) h += ' ';
+  h += '\n';
+  uint32_t len = (uint32_t)h.size();
+  for (size_t i = 0; i < pre - 8; i++) f.push_back((unsigned char)(len >> (8 * i)));
+  f.insert(f.end(), h.begin(), h.end());
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  f.insert(f.end(), p, p + n);
+  return f;
+}
+
+TEST(StoreFileTest, NpyVersion2AndUnsignedIds) {
+  Store s = MakeStore({Desc("h", 10, 2, FL_FP16, FL_IDS_HASHED)});
+  uint64_t ids[3] = {5, 6, ~0ull};
+  uint16_t vec[6] = {0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600};
+  std::string ip = TmpPath("v2ids.npy"), vp = TmpPath("v2vec.npy");
+  WriteFile(ip, Npy("{\"descr\": \"<u8\", \"fortran_order\": False, \"shape\": (3,)}", ids, 24, 2));
+  WriteFile(vp, Npy("{'shape': (3, 2), 'fortran_order': False, 'descr': '<f2', }", vec, 12, 2));
+  FL_ASSERT_OK_STORE(fl_store_import_npy(s.get(), 0, ip.c_str(), vp.c_str()), s.get());
+  auto out = Gather(s.get(), 0, {~0ull, 5});
+  uint16_t got[4];
+  std::memcpy(got, out.data(), 8);
+  EXPECT_EQ(got[0], 0x4500);
+  EXPECT_EQ(got[3], 0x4000);
+}
+
+TEST(StoreFileTest, NpyErrorsChangeNothing) {
+  Store s = MakeStore({Desc("h", 10, 2, FL_FP32, FL_IDS_HASHED), Desc("d", 4, 2, FL_FP32, FL_IDS_DENSE)});
+  uint64_t ids[3] = {1, 2, 7};
+  float vec[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // the (3, 3) case reads all 9
+  std::string ip = TmpPath("e_ids.npy"), vp = TmpPath("e_vec.npy");
+  const std::string good_ids = "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }";
+  const std::string good_vec = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }";
+  struct Case {
+    std::string ids_dict, vec_dict;
+    size_t vec_bytes;
+    uint32_t table;
+    std::vector<std::string> want;
+    fl_status status;
+  } cases[] = {
+      {good_ids, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }", 24, 0, {"fortran_order"}, FL_ERR_FORMAT},
+      {good_ids, "{'descr': '<f2', 'fortran_order': False, 'shape': (3, 2), }", 12, 0, {"'<f2'", "'<f4'"}, FL_ERR_FORMAT},
+      {good_ids, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 3), }", 36, 0, {"(n, 2)"}, FL_ERR_FORMAT},
+      {good_ids, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 16, 0, {"2 vectors", "3 ids"}, FL_ERR_FORMAT},
+      {good_ids, good_vec, 20, 0, {"file ends inside row 2", "offset 144"}, FL_ERR_FORMAT},
+      {good_ids, "{'descr': '<f4' 'fortran_order': False}", 24, 0, {"header is not a NumPy v1/v2 header", "offset 10"}, FL_ERR_FORMAT},
+      {"{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", good_vec, 24, 0, {"'>i8'"}, FL_ERR_FORMAT},
+      {good_ids, good_vec, 24, 1, {"id 7", "out of range", "offset 144"}, FL_ERR_OUT_OF_RANGE},
+  };
+  for (auto &c : cases) {
+    WriteFile(ip, Npy(c.ids_dict, ids, 24));
+    WriteFile(vp, Npy(c.vec_dict, vec, c.vec_bytes));
+    EXPECT_EQ(fl_store_import_npy(s.get(), c.table, ip.c_str(), vp.c_str()), c.status) << c.vec_dict;
+    std::string msg = fl_store_last_error(s.get());
+    for (auto &w : c.want) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
+    fl_store_table_stats st;
+    FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &st), s.get());
+    EXPECT_EQ(st.rows, 0u);
+  }
+  EXPECT_EQ(Gather(s.get(), 1, {1, 2, 3}), std::vector<unsigned char>(24, 0));
+  WriteFile(ip, "garbage!", 8);
+  EXPECT_EQ(fl_store_import_npy(s.get(), 0, ip.c_str(), vp.c_str()), FL_ERR_FORMAT);
+  EXPECT_NE(std::string(fl_store_last_error(s.get())).find("bad magic"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- HugeCTR
+
+TEST(StoreFileTest, HugectrRoundTripAndErrors) {
+  Store a = FilledMixed();
+  auto d = MixedDescs();
+  std::string dir = TmpPath("hugectr_C3");
+  FL_ASSERT_OK_STORE(fl_store_export_hugectr(a.get(), 2, dir.c_str()), a.get());
+  EXPECT_EQ(ReadFile(dir + "/key").size(), 200u * 8);
+  EXPECT_EQ(ReadFile(dir + "/emb_vector").size(), 200u * 16 * 4);
+  Store b = MakeStore(d);
+  FL_ASSERT_OK_STORE(fl_store_import_hugectr(b.get(), 2, dir.c_str()), b.get());
+  ExpectSameRows(a.get(), b.get(), 2, IdsOf(d[2], 2));
+  EXPECT_EQ(fl_store_export_hugectr(a.get(), 1, dir.c_str()), FL_ERR_UNSUPPORTED);  // fp16
+  // dim 32 fp32 rows are 128 bytes: 64 ids, emb_vector cut inside row 32.
+  Store c = MakeStore({Desc("h", 64, 32, FL_FP32, FL_IDS_HASHED)});
+  std::string bad = TmpPath("hugectr_bad");
+  ASSERT_EQ(::system(("mkdir -p " + bad).c_str()), 0);
+  std::vector<uint64_t> keys(64);
+  for (uint64_t i = 0; i < 64; i++) keys[i] = i * 11;
+  std::vector<float> emb(64 * 32, 0.5f);
+  WriteFile(bad + "/key", keys.data(), 64 * 8);
+  WriteFile(bad + "/emb_vector", emb.data(), 4096 + 100);
+  EXPECT_EQ(fl_store_import_hugectr(c.get(), 0, bad.c_str()), FL_ERR_FORMAT);
+  std::string msg = fl_store_last_error(c.get());
+  EXPECT_NE(msg.find("emb_vector: offset 4096: file ends inside row 32 (expected 8192 bytes)"),
+            std::string::npos) << msg;
+  WriteFile(bad + "/emb_vector", emb.data(), 64 * 128);
+  WriteFile(bad + "/key", keys.data(), 64 * 8 - 3);
+  EXPECT_EQ(fl_store_import_hugectr(c.get(), 0, bad.c_str()), FL_ERR_FORMAT);
+  msg = fl_store_last_error(c.get());
+  EXPECT_NE(msg.find("key: offset 504: file ends inside id 63"), std::string::npos) << msg;
+  WriteFile(bad + "/key", keys.data(), 63 * 8);
+  EXPECT_EQ(fl_store_import_hugectr(c.get(), 0, bad.c_str()), FL_ERR_FORMAT);
+  msg = fl_store_last_error(c.get());
+  EXPECT_NE(msg.find("bytes after row 62"), std::string::npos) << msg;
+  fl_store_table_stats st;
+  FL_ASSERT_OK_STORE(fl_store_stats(c.get(), 0, &st), c.get());
+  EXPECT_EQ(st.rows, 0u);
+  WriteFile(bad + "/key", keys.data(), 64 * 8);
+  FL_ASSERT_OK_STORE(fl_store_import_hugectr(c.get(), 0, bad.c_str()), c.get());
+  FL_ASSERT_OK_STORE(fl_store_stats(c.get(), 0, &st), c.get());
+  EXPECT_EQ(st.rows, 64u);
+  EXPECT_EQ(fl_store_import_hugectr(c.get(), 0, TmpPath("nope").c_str()), FL_ERR_IO);
+}
+
+}  // namespace

@@ -1,0 +1,153 @@
+/* replay.h: the pieces shared by the replay benchmark (replay.c) and the
+ * unified-index tuner (tune.c): options, the workload (trace + store + cache),
+ * the timed per-batch query runner, the report and the SVG plot. */
+#ifndef FL_TOOLS_REPLAY_H
+#define FL_TOOLS_REPLAY_H
+
+#include <stdio.h>
+
+#include "include/fleche.h"
+#include "tools/trace/trace.h"
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct fl_replay_opts {
+  const char *trace;        /* NULL: the embedded Zipf workload */
+  fl_trace_format format;
+  uint32_t batch;           /* samples (Criteo, generator) or lookups (text) per batch */
+  uint64_t batches;         /* stop after this many batches, 0 = the whole trace
+                               (generator: 128 on a GPU, 16 on the host backend) */
+  const char *tables;       /* generator cardinalities: "criteo" or "n1,n2,..." */
+  double scale;             /* generator cardinalities divided by this, 0 = auto
+                               (1 on a GPU, 100 on the host backend) */
+  double exponent;          /* generator Zipf exponent */
+  uint64_t switch_at;       /* generator: switch distribution at this batch (0 = never) */
+  double switch_exponent;
+  uint64_t seed;            /* generator ids and synthetic vectors */
+  uint32_t dim;
+  fl_dtype dtype;
+  double budget_pct;        /* cache budget, % of the model's bytes */
+  uint64_t budget_bytes;    /* overrides budget_pct when non-zero */
+  uint64_t unified;         /* unified index entries */
+  double admit;             /* admission probability, < 0 = library default */
+  fl_layout layout;
+  int compare;              /* run flat and per-table */
+  fl_backend backend;
+  uint32_t threads;         /* host threads (store, host backend), 0 = all cores */
+  const char *model;        /* .flst file for fl_store_load */
+  const char *model_npy;    /* DIR/<table>.ids.npy + DIR/<table>.vectors.npy */
+  const char *model_hugectr;/* DIR/<table>/ HugeCTR sparse model folders */
+  int verify;
+  const char *json;
+  const char *plot;
+  int quiet;                /* no progress bar */
+} fl_replay_opts;
+
+void fl_replay_opts_default(fl_replay_opts *o);
+/* 1 when the options lead to the CUDA backend (a usable GPU, not disabled by
+ * --backend host or env FL_BACKEND=host). */
+int fl_replay_uses_gpu(const fl_replay_opts *o);
+/* Parses argv[*i] (and its value) if it is a common option: 1 consumed, 0 not
+ * a common option, -1 bad value (message printed). */
+int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i);
+/* The common options' help text. */
+void fl_replay_print_options(FILE *f);
+
+/* --------------------------------------------------------------- workload */
+
+typedef struct fl_workload {
+  fl_trace *trace;
+  fl_store *store;
+  uint32_t n_tables;
+  uint64_t batches;     /* batches to replay (0 while unknown) */
+  uint64_t model_bytes; /* bytes of vectors in the store */
+  uint64_t model_rows;
+  const char *model_desc; /* "synthetic" or the model path */
+} fl_workload;
+
+/* The trace of the options: the file o->trace, else the Zipf generator
+ * (sized for a GPU when gpu != 0). Errors are printed. */
+fl_status fl_replay_open_trace(const fl_replay_opts *o, int gpu, fl_trace **out);
+/* Opens the trace (or generates the default), builds the store. Prints what
+ * it does on stderr. Errors are printed; returns FL_OK or the failing status. */
+fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w);
+void fl_workload_close(fl_workload *w);
+/* Cache memory: --budget-bytes, else --budget-pct of the model's bytes. */
+uint64_t fl_workload_budget(const fl_workload *w, const fl_replay_opts *o);
+/* Creates a cache over w->store configured from o with `layout`. */
+fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
+                            fl_cache **out);
+
+/* ---------------------------------------------------------------- runner */
+
+typedef struct fl_runner fl_runner;
+
+/* Output buffers (device ones on the CUDA backend), the stream, the queries. */
+fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, fl_runner **out);
+void fl_runner_destroy(fl_runner *r);
+/* Queries one batch and waits for it: *ms is the wall time of fl_query plus
+ * the stream synchronisation (ids already in place). With verify, sampled rows
+ * are then compared with fl_store_gather. */
+fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms);
+uint64_t fl_runner_verified(const fl_runner *r);
+uint64_t fl_runner_mismatches(const fl_runner *r);
+
+/* A progress bar on stderr, drawn only once a run passes 2 s. */
+typedef struct fl_progress {
+  double start;      /* seconds, monotonic */
+  double last_draw;
+  int drawn;
+  int quiet;
+} fl_progress;
+double fl_now(void); /* monotonic seconds */
+void fl_progress_start(fl_progress *p, int quiet);
+void fl_progress_update(fl_progress *p, const char *label, uint64_t done, uint64_t total,
+                        uint64_t lookups);
+void fl_progress_end(fl_progress *p);
+
+/* ---------------------------------------------------------------- report */
+
+/* One replay of the trace through one cache. */
+typedef struct fl_run {
+  const char *label;       /* "flat", "per-table" */
+  fl_backend backend;
+  uint64_t budget_bytes;
+  uint64_t batches, lookups;
+  double *lat_ms;          /* per batch */
+  double *hit_rate;        /* per batch: (hits + dram_hits) / lookups */
+  double query_s;          /* sum of batch latencies */
+  fl_cache_stats stats;    /* at the end */
+  fl_cache_table_stats *tables; /* n_tables entries */
+  uint64_t verified, mismatches;
+} fl_run;
+
+/* Replays the workload's trace through a new cache of `layout`. */
+fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
+                        fl_run *run);
+void fl_run_free(fl_run *run);
+double fl_run_percentile(const fl_run *run, double q); /* of lat_ms, q in [0, 1] */
+
+void fl_report_print(FILE *f, const fl_workload *w, const fl_run *runs, int n_runs);
+fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *runs, int n_runs);
+
+/* ------------------------------------------------------------------ plot */
+
+typedef struct fl_plot_series {
+  const char *label;
+  const double *x, *y;
+  size_t n;
+} fl_plot_series;
+
+typedef struct fl_plot_panel {
+  const char *title, *x_label, *y_label;
+  const fl_plot_series *series;
+  size_t n_series;
+} fl_plot_panel;
+
+/* Writes an SVG of line charts stacked vertically. */
+fl_status fl_plot_svg(const char *path, const char *title, const fl_plot_panel *panels,
+                      size_t n_panels);
+/* The replay's plot: hit rate and latency over the run, one line per run. */
+fl_status fl_report_plot(const char *path, const fl_run *runs, int n_runs);
+
+#endif

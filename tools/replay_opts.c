@@ -1,0 +1,164 @@
+/* replay_opts.c: defaults, parsing and help of the options shared by replay
+ * and tune. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/replay.h"
+
+void fl_replay_opts_default(fl_replay_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->format = FL_TRACE_AUTO;
+  o->batch = 16384;
+  o->tables = "criteo";
+  o->exponent = 1.05;
+  o->switch_exponent = 1.2;
+  o->seed = 1;
+  o->dim = 32;
+  o->dtype = FL_FP32;
+  o->budget_pct = 5;
+  o->admit = -1;
+  o->layout = FL_LAYOUT_FLAT;
+  o->backend = FL_BACKEND_AUTO;
+}
+
+int fl_replay_uses_gpu(const fl_replay_opts *o) {
+  if (o->backend == FL_BACKEND_HOST) return 0;
+  const char *env = getenv("FL_BACKEND");
+  if (o->backend == FL_BACKEND_AUTO && env && !strcmp(env, "host")) return 0;
+  return fl_cuda_device_count() > 0;
+}
+
+static int bad(const char *opt, const char *v, const char *want) {
+  fprintf(stderr, "error: %s '%s': expected %s\n", opt, v ? v : "", want);
+  return -1;
+}
+
+static int u64_arg(const char *opt, const char *v, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long x = v ? strtoull(v, &end, 0) : 0;
+  if (!v || *v == '-' || errno || *end) return bad(opt, v, "a non-negative integer");
+  *out = x;
+  return 1;
+}
+
+static int u32_arg(const char *opt, const char *v, uint32_t *out) {
+  uint64_t x;
+  if (u64_arg(opt, v, &x) < 0) return -1;
+  if (x > UINT32_MAX) return bad(opt, v, "a 32-bit integer");
+  *out = (uint32_t)x;
+  return 1;
+}
+
+static int double_arg(const char *opt, const char *v, double lo, double *out) {
+  char *end;
+  double x = v ? strtod(v, &end) : 0;
+  if (!v || *end || !(x >= lo)) return bad(opt, v, "a number in range");
+  *out = x;
+  return 1;
+}
+
+int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  /* Flags without a value. */
+  if (!strcmp(a, "--compare")) return o->compare = 1;
+  if (!strcmp(a, "--verify")) return o->verify = 1;
+  if (!strcmp(a, "--quiet")) return o->quiet = 1;
+  if (!strcmp(a, "--fp16")) return o->dtype = FL_FP16, 1;
+  static const char *const with_value[] = {
+      "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
+      "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
+      "--admit", "--layout", "--backend", "--threads", "--model", "--model-npy",
+      "--model-hugectr", "--json", "--plot"};
+  int known = 0;
+  for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
+  if (!known) return 0;
+  if (*i + 1 >= argc) return bad(a, NULL, "a value");
+  const char *v = argv[++*i];
+  if (!strcmp(a, "--format")) {
+    if (!strcmp(v, "auto")) o->format = FL_TRACE_AUTO;
+    else if (!strcmp(v, "criteo")) o->format = FL_TRACE_CRITEO;
+    else if (!strcmp(v, "text")) o->format = FL_TRACE_TEXT;
+    else if (!strcmp(v, "fltr")) o->format = FL_TRACE_FLTR;
+    else return bad(a, v, "auto, criteo, text or fltr");
+    return 1;
+  }
+  if (!strcmp(a, "--layout")) {
+    if (!strcmp(v, "flat")) o->layout = FL_LAYOUT_FLAT;
+    else if (!strcmp(v, "per-table")) o->layout = FL_LAYOUT_PER_TABLE;
+    else return bad(a, v, "flat or per-table");
+    return 1;
+  }
+  if (!strcmp(a, "--backend")) {
+    if (!strcmp(v, "auto")) o->backend = FL_BACKEND_AUTO;
+    else if (!strcmp(v, "host")) o->backend = FL_BACKEND_HOST;
+    else if (!strcmp(v, "cuda")) o->backend = FL_BACKEND_CUDA;
+    else return bad(a, v, "auto, host or cuda");
+    return 1;
+  }
+  if (!strcmp(a, "--batch")) {
+    int r = u32_arg(a, v, &o->batch);
+    return r > 0 && o->batch == 0 ? bad(a, v, "at least 1") : r;
+  }
+  if (!strcmp(a, "--dim")) {
+    int r = u32_arg(a, v, &o->dim);
+    return r > 0 && (o->dim == 0 || o->dim > 4096) ? bad(a, v, "1..4096") : r;
+  }
+  if (!strcmp(a, "--batches")) return u64_arg(a, v, &o->batches);
+  if (!strcmp(a, "--switch-at")) return u64_arg(a, v, &o->switch_at);
+  if (!strcmp(a, "--seed")) return u64_arg(a, v, &o->seed);
+  if (!strcmp(a, "--budget-bytes")) return u64_arg(a, v, &o->budget_bytes);
+  if (!strcmp(a, "--unified")) return u64_arg(a, v, &o->unified);
+  if (!strcmp(a, "--threads")) return u32_arg(a, v, &o->threads);
+  if (!strcmp(a, "--scale")) return double_arg(a, v, 1, &o->scale);
+  if (!strcmp(a, "--exponent")) return double_arg(a, v, 1e-6, &o->exponent);
+  if (!strcmp(a, "--switch-exponent")) return double_arg(a, v, 1e-6, &o->switch_exponent);
+  if (!strcmp(a, "--budget-pct")) return double_arg(a, v, 1e-9, &o->budget_pct);
+  if (!strcmp(a, "--admit")) {
+    int r = double_arg(a, v, 0, &o->admit);
+    return r > 0 && o->admit > 1 ? bad(a, v, "a probability in [0, 1]") : r;
+  }
+  if (!strcmp(a, "--tables")) return o->tables = v, 1;
+  if (!strcmp(a, "--model")) return o->model = v, 1;
+  if (!strcmp(a, "--model-npy")) return o->model_npy = v, 1;
+  if (!strcmp(a, "--model-hugectr")) return o->model_hugectr = v, 1;
+  if (!strcmp(a, "--json")) return o->json = v, 1;
+  return o->plot = v, 1; /* --plot, the last one listed */
+}
+
+void fl_replay_print_options(FILE *f) {
+  fputs(
+      "Workload (without TRACE: the embedded Zipf workload):\n"
+      "  --format F          auto|criteo|text|fltr (auto: by content)\n"
+      "  --batch N           samples per batch (Criteo rows, generator); lookups per\n"
+      "                      batch for text traces [16384]\n"
+      "  --batches N         replay at most N batches [all; generator: 128, host 16]\n"
+      "  --tables LIST       generator cardinalities: criteo or n1,n2,... [criteo]\n"
+      "  --scale F           divide generator cardinalities by F [1; host backend 100]\n"
+      "  --exponent S        generator Zipf exponent [1.05]\n"
+      "  --switch-at B       generator: change distribution at batch B [never]\n"
+      "  --switch-exponent S exponent after the switch [1.2]\n"
+      "  --seed N            generator ids and synthetic vectors [1]\n"
+      "Model (default: synthetic deterministic vectors):\n"
+      "  --dim N             elements per vector [32]\n"
+      "  --fp16              fp16 vectors [fp32]\n"
+      "  --model FILE        a .flst model (fl_store_load)\n"
+      "  --model-npy DIR     per table DIR/<table>.ids.npy + DIR/<table>.vectors.npy\n"
+      "  --model-hugectr DIR per table DIR/<table>/{key,emb_vector}\n"
+      "Cache:\n"
+      "  --budget-pct P      cache memory as % of the model's bytes, at least 1 MiB [5]\n"
+      "  --budget-bytes N    cache memory in bytes (overrides --budget-pct)\n"
+      "  --unified N         unified index entries [0]\n"
+      "  --admit P           admission probability [library default]\n"
+      "  --layout L          flat|per-table [flat]\n"
+      "  --compare           run flat and per-table, print the ratios\n"
+      "  --backend B         auto|host|cuda [auto; env FL_BACKEND]\n"
+      "  --threads N         host threads [all cores]\n"
+      "Output:\n"
+      "  --verify            check sampled rows of every batch against the store\n"
+      "  --json FILE         the summary as JSON\n"
+      "  --plot FILE.svg     hit rate and latency over the run\n"
+      "  --quiet             no progress bar\n",
+      f);
+}

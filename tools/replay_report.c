@@ -1,0 +1,141 @@
+/* replay_report.c: the replay summary: a table on stdout, the same numbers as
+ * JSON, and the hit-rate/latency plot; ratios when two layouts ran. */
+#include <stdlib.h>
+
+#include "tools/replay.h"
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+static double mlps(const fl_run *r) { return r->query_s > 0 ? (double)r->lookups / r->query_s / 1e6 : 0; }
+
+static const char *const phase_name[4] = {"encode+index", "hit copy", "miss fetch", "admission"};
+static void phases(const fl_cache_stats *s, double ns[4]) {
+  ns[0] = s->ns_index, ns[1] = s->ns_hit_copy, ns[2] = s->ns_miss_fetch, ns[3] = s->ns_admission;
+}
+
+static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
+  const fl_cache_stats *s = &r->stats;
+  fprintf(f, "\n== %s layout, %s backend ==\n", r->label,
+          r->backend == FL_BACKEND_CUDA ? "CUDA" : "host");
+  fprintf(f, "batches %llu, lookups %llu, time in queries %.3f s, %.2f M lookups/s\n",
+          (unsigned long long)r->batches, (unsigned long long)r->lookups, r->query_s, mlps(r));
+  fprintf(f, "latency per batch (ms): p50 %.3f  p99 %.3f  max %.3f\n", fl_run_percentile(r, 0.5),
+          fl_run_percentile(r, 0.99), fl_run_percentile(r, 1));
+  fprintf(f, "hit rate %.2f%% (cached %.2f%%, unified index %.2f%%, misses %.2f%%)\n",
+          pct(s->hits + s->dram_hits, s->lookups), pct(s->hits, s->lookups),
+          pct(s->dram_hits, s->lookups), pct(s->misses, s->lookups));
+  double ns[4], total = 0;
+  phases(s, ns);
+  for (int i = 0; i < 4; i++) total += ns[i];
+  fprintf(f, "phases (ms, share):");
+  for (int i = 0; i < 4; i++) fprintf(f, "  %s %.2f (%.0f%%)", phase_name[i], ns[i] / 1e6, total > 0 ? 100 * ns[i] / total : 0);
+  fprintf(f, "\ncache: budget %.1f MB, pool %.1f/%.1f MB, index %llu/%llu entries (%llu unified), "
+          "%llu admissions, %llu evictions\n",
+          (double)r->budget_bytes / 1e6, (double)s->pool_bytes_used / 1e6, (double)s->pool_bytes / 1e6,
+          (unsigned long long)s->index_entries, (unsigned long long)s->index_slots,
+          (unsigned long long)s->unified_entries, (unsigned long long)s->admissions,
+          (unsigned long long)s->evictions);
+  if (r->verified) fprintf(f, "verify: %llu rows checked, %llu mismatches\n",
+                           (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+  const fl_trace_table *tb = fl_trace_tables(w->trace);
+  fprintf(f, "%-8s %14s %9s\n", "table", "lookups", "hit rate");
+  for (uint32_t t = 0; t < w->n_tables; t++)
+    fprintf(f, "%-8s %14llu %8.2f%%\n", tb[t].name, (unsigned long long)r->tables[t].lookups,
+            pct(r->tables[t].hits + r->tables[t].dram_hits, r->tables[t].lookups));
+}
+
+void fl_report_print(FILE *f, const fl_workload *w, const fl_run *runs, int n_runs) {
+  fprintf(f, "trace %s: %u tables; model %s: %llu rows, %.1f MB\n", fl_trace_path(w->trace),
+          w->n_tables, w->model_desc, (unsigned long long)w->model_rows, (double)w->model_bytes / 1e6);
+  for (int i = 0; i < n_runs; i++) print_run(f, w, &runs[i]);
+  if (n_runs == 2) {
+    const fl_run *a = &runs[0], *b = &runs[1];
+    fprintf(f, "\n== %s / %s ==\nthroughput %.2fx, p50 latency %.2fx, p99 latency %.2fx, "
+            "hit rate %.2f%% vs %.2f%%\n",
+            a->label, b->label, mlps(b) > 0 ? mlps(a) / mlps(b) : 0,
+            fl_run_percentile(b, 0.5) > 0 ? fl_run_percentile(a, 0.5) / fl_run_percentile(b, 0.5) : 0,
+            fl_run_percentile(b, 0.99) > 0 ? fl_run_percentile(a, 0.99) / fl_run_percentile(b, 0.99) : 0,
+            pct(a->stats.hits + a->stats.dram_hits, a->stats.lookups),
+            pct(b->stats.hits + b->stats.dram_hits, b->stats.lookups));
+  }
+}
+
+fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *runs, int n_runs) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "error: %s: cannot create\n", path);
+    return FL_ERR_IO;
+  }
+  const fl_trace_table *tb = fl_trace_tables(w->trace);
+  fprintf(f, "{\n  \"trace\": \"%s\",\n  \"tables\": %u,\n  \"model_rows\": %llu,\n"
+          "  \"model_bytes\": %llu,\n  \"runs\": [",
+          fl_trace_path(w->trace), w->n_tables, (unsigned long long)w->model_rows,
+          (unsigned long long)w->model_bytes);
+  for (int i = 0; i < n_runs; i++) {
+    const fl_run *r = &runs[i];
+    const fl_cache_stats *s = &r->stats;
+    double ns[4];
+    phases(s, ns);
+    fprintf(f, "%s\n    {\"layout\": \"%s\", \"backend\": \"%s\", \"budget_bytes\": %llu,\n"
+            "     \"batches\": %llu, \"lookups\": %llu, \"query_seconds\": %.6f, "
+            "\"lookups_per_second\": %.1f,\n"
+            "     \"latency_ms\": {\"p50\": %.4f, \"p99\": %.4f, \"max\": %.4f},\n"
+            "     \"hit_rate\": %.6f, \"hits\": %llu, \"dram_hits\": %llu, \"misses\": %llu,\n"
+            "     \"admissions\": %llu, \"evictions\": %llu, \"index_entries\": %llu, "
+            "\"index_slots\": %llu, \"unified_entries\": %llu,\n"
+            "     \"phases_ns\": {\"encode_index\": %.0f, \"hit_copy\": %.0f, \"miss_fetch\": %.0f, "
+            "\"admission\": %.0f},\n"
+            "     \"verified\": %llu, \"mismatches\": %llu,\n     \"per_table\": [",
+            i ? "," : "", r->label, r->backend == FL_BACKEND_CUDA ? "cuda" : "host",
+            (unsigned long long)r->budget_bytes, (unsigned long long)r->batches,
+            (unsigned long long)r->lookups, r->query_s, r->query_s > 0 ? (double)r->lookups / r->query_s : 0,
+            fl_run_percentile(r, 0.5), fl_run_percentile(r, 0.99), fl_run_percentile(r, 1),
+            s->lookups ? (double)(s->hits + s->dram_hits) / (double)s->lookups : 0,
+            (unsigned long long)s->hits, (unsigned long long)s->dram_hits,
+            (unsigned long long)s->misses, (unsigned long long)s->admissions,
+            (unsigned long long)s->evictions, (unsigned long long)s->index_entries,
+            (unsigned long long)s->index_slots, (unsigned long long)s->unified_entries, ns[0],
+            ns[1], ns[2], ns[3], (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+    for (uint32_t t = 0; t < w->n_tables; t++) {
+      const fl_cache_table_stats *ts = &r->tables[t];
+      fprintf(f, "%s\n       {\"table\": \"%s\", \"lookups\": %llu, \"hits\": %llu, "
+              "\"dram_hits\": %llu, \"misses\": %llu}",
+              t ? "," : "", tb[t].name, (unsigned long long)ts->lookups,
+              (unsigned long long)ts->hits, (unsigned long long)ts->dram_hits,
+              (unsigned long long)ts->misses);
+    }
+    fprintf(f, "],\n     \"per_batch\": {\"latency_ms\": [");
+    for (uint64_t k = 0; k < r->batches; k++) fprintf(f, "%s%.4f", k ? ", " : "", r->lat_ms[k]);
+    fprintf(f, "], \"hit_rate\": [");
+    for (uint64_t k = 0; k < r->batches; k++) fprintf(f, "%s%.5f", k ? ", " : "", r->hit_rate[k]);
+    fprintf(f, "]}}");
+  }
+  fprintf(f, "\n  ]");
+  if (n_runs == 2 && runs[1].query_s > 0 && runs[0].query_s > 0)
+    fprintf(f, ",\n  \"ratio_throughput\": %.4f",
+            ((double)runs[0].lookups / runs[0].query_s) / ((double)runs[1].lookups / runs[1].query_s));
+  fprintf(f, "\n}\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "error: %s: write failed\n", path);
+    return FL_ERR_IO;
+  }
+  return FL_OK;
+}
+
+fl_status fl_report_plot(const char *path, const fl_run *runs, int n_runs) {
+  fl_plot_series hit[2], lat[2];
+  double *x[2] = {NULL, NULL};
+  fl_status s = FL_OK;
+  for (int i = 0; i < n_runs && i < 2; i++) {
+    x[i] = malloc((runs[i].batches ? runs[i].batches : 1) * sizeof *x[i]);
+    if (!x[i]) s = FL_ERR_OUT_OF_MEMORY;
+    for (uint64_t k = 0; x[i] && k < runs[i].batches; k++) x[i][k] = (double)k;
+    hit[i] = (fl_plot_series){runs[i].label, x[i], runs[i].hit_rate, runs[i].batches};
+    lat[i] = (fl_plot_series){runs[i].label, x[i], runs[i].lat_ms, runs[i].batches};
+  }
+  fl_plot_panel p[2] = {{"Hit rate per batch", "batch", "hit rate", hit, (size_t)n_runs},
+                        {"Latency per batch", "batch", "ms", lat, (size_t)n_runs}};
+  if (s == FL_OK) s = fl_plot_svg(path, "replay", p, 2);
+  free(x[0]);
+  free(x[1]);
+  return s;
+}

@@ -1,0 +1,127 @@
+/* replay_run.c: one replay of a workload's trace through a fresh cache,
+ * recording per-batch latency and hit rate, and the progress bar. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/replay.h"
+
+void fl_progress_start(fl_progress *p, int quiet) {
+  memset(p, 0, sizeof *p);
+  p->start = fl_now();
+  p->quiet = quiet || !isatty(STDERR_FILENO);
+}
+
+void fl_progress_update(fl_progress *p, const char *label, uint64_t done, uint64_t total,
+                        uint64_t lookups) {
+  double now = fl_now();
+  /* Only runs longer than 2 s get a bar, redrawn at most 10 times a second. */
+  if (p->quiet || now - p->start < 2 || now - p->last_draw < 0.1) return;
+  p->last_draw = now;
+  p->drawn = 1;
+  char bar[31];
+  int fill = total ? (int)(30 * done / total) : 0;
+  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+  bar[30] = '\0';
+  fprintf(stderr, "\r%-9s [%s] %llu/%llu batches, %.1f M lookups/s wall ", label, bar,
+          (unsigned long long)done, (unsigned long long)total,
+          (double)lookups / 1e6 / (now - p->start));
+}
+
+void fl_progress_end(fl_progress *p) {
+  if (p->drawn) fputs("\n", stderr);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double fl_run_percentile(const fl_run *run, double q) {
+  if (run->batches == 0) return 0;
+  double *v = malloc(run->batches * sizeof *v);
+  if (!v) return 0;
+  memcpy(v, run->lat_ms, run->batches * sizeof *v);
+  qsort(v, run->batches, sizeof *v, cmp_double);
+  size_t i = (size_t)(q * (double)(run->batches - 1) + 0.5);
+  double x = v[i];
+  free(v);
+  return x;
+}
+
+void fl_run_free(fl_run *run) {
+  free(run->lat_ms);
+  free(run->hit_rate);
+  free(run->tables);
+  memset(run, 0, sizeof *run);
+}
+
+static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_cache *c,
+                             fl_runner *rn, fl_run *run) {
+  fl_trace_batch b = {0};
+  fl_status s = fl_trace_rewind(w->trace);
+  fl_progress pg;
+  fl_progress_start(&pg, o->quiet);
+  uint64_t cap = 0, served = 0;
+  int got = 1;
+  while (s == FL_OK && (w->batches == 0 || run->batches < w->batches)) {
+    s = fl_trace_next(w->trace, &b, &got);
+    if (s != FL_OK) {
+      fprintf(stderr, "error: %s: %s\n", fl_status_name(s), fl_trace_last_error(w->trace));
+      break;
+    }
+    if (!got) break;
+    if (run->batches == cap) {
+      cap = cap ? 2 * cap : 256;
+      double *l = realloc(run->lat_ms, cap * sizeof *l);
+      if (l) run->lat_ms = l;
+      double *h = realloc(run->hit_rate, cap * sizeof *h);
+      if (h) run->hit_rate = h;
+      if (!l || !h) s = FL_ERR_OUT_OF_MEMORY;
+      if (s != FL_OK) break;
+    }
+    double ms;
+    s = fl_runner_query(rn, &b, &ms);
+    if (s != FL_OK) break;
+    fl_cache_stats st;
+    s = fl_cache_stats_get(c, &st, NULL, 0);
+    if (s != FL_OK) break;
+    uint64_t n = fl_trace_batch_lookups(&b);
+    run->lat_ms[run->batches] = ms;
+    run->hit_rate[run->batches] = n ? (double)(st.hits + st.dram_hits - served) / (double)n : 0;
+    served = st.hits + st.dram_hits;
+    run->batches++;
+    run->lookups += n;
+    run->query_s += ms / 1e3;
+    fl_progress_update(&pg, run->label, run->batches, w->batches, run->lookups);
+  }
+  fl_progress_end(&pg);
+  fl_trace_batch_free(&b);
+  return s;
+}
+
+fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
+                        fl_run *run) {
+  memset(run, 0, sizeof *run);
+  run->label = layout == FL_LAYOUT_FLAT ? "flat" : "per-table";
+  run->budget_bytes = fl_workload_budget(w, o);
+  run->tables = calloc(w->n_tables, sizeof *run->tables);
+  if (!run->tables) return FL_ERR_OUT_OF_MEMORY;
+  fl_cache *c = NULL;
+  fl_runner *rn = NULL;
+  fl_status s = fl_workload_cache(w, o, layout, &c);
+  if (s != FL_OK) return s;
+  run->backend = fl_cache_backend(c);
+  fprintf(stderr, "cache: %s layout, %s backend, budget %.1f MB\n", run->label,
+          run->backend == FL_BACKEND_CUDA ? "CUDA" : "host", (double)run->budget_bytes / 1e6);
+  s = fl_runner_create(c, w, o->verify, &rn);
+  if (s == FL_OK) s = replay_loop(w, o, c, rn, run);
+  if (s == FL_OK) s = fl_cache_stats_get(c, &run->stats, run->tables, w->n_tables);
+  if (rn) {
+    run->verified = fl_runner_verified(rn);
+    run->mismatches = fl_runner_mismatches(rn);
+  }
+  fl_runner_destroy(rn);
+  fl_cache_destroy(c);
+  return s;
+}
