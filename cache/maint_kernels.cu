@@ -57,8 +57,10 @@ __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, 
     locs[i] = fl_index_erase(&v, keys[i]);
 }
 
-// One warp per row: the warp copies the row into its slot with 4-byte words,
-// then lane 0 publishes the key. The fence orders the row before the pointer.
+// One warp per row: the warp copies the row into its slot (4-byte words, or
+// 2-byte ones for fp16 rows of odd dimension, which pack at 2-byte offsets in
+// the staging), then lane 0 publishes the key. The fence orders the row
+// before the pointer.
 __global__ void admit_kernel(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
                              const uint8_t *src, const uint64_t *src_off,
                              const uint32_t *row_bytes, uint64_t n, uint32_t now,
@@ -66,9 +68,15 @@ __global__ void admit_kernel(fl_index_view v, const uint64_t *keys, const uint64
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
   for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
-    const uint32_t *s = (const uint32_t *)(src + src_off[r]);
-    uint32_t *d = (uint32_t *)slots[r];
-    for (uint32_t w = lane; w < row_bytes[r] / 4; w += 32) d[w] = s[w];
+    if ((src_off[r] & 3u) == 0) {
+      const uint32_t *s = (const uint32_t *)(src + src_off[r]);
+      uint32_t *d = (uint32_t *)slots[r];
+      for (uint32_t w = lane; w < row_bytes[r] / 4; w += 32) d[w] = s[w];
+    } else {
+      const uint16_t *s = (const uint16_t *)(src + src_off[r]);
+      uint16_t *d = (uint16_t *)slots[r];
+      for (uint32_t w = lane; w < row_bytes[r] / 2; w += 32) d[w] = s[w];
+    }
     __threadfence();
     __syncwarp();
     if (lane == 0) result[r] = (uint8_t)fl_index_insert(&v, keys[r], slots[r], now);

@@ -11,8 +11,9 @@
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
  * flush, small enough to balance. */
 #define FL_GATHER_GRAIN 256
-/* How many rows ahead of the copy to prefetch. */
-#define FL_GATHER_AHEAD 8
+/* How many rows ahead of the copy to prefetch the row; the index slot is
+ * prefetched twice as far ahead (see fl_table_prefetch_row). */
+#define FL_GATHER_AHEAD 16
 
 typedef struct fl_gather_job {
   fl_store *s;                     /* the store */
@@ -35,7 +36,8 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   uint64_t miss = 0;
   int ok = 1;
   for (size_t i = b; i < e; i++) {
-    if (i + FL_GATHER_AHEAD < e) fl_table_prefetch(t, q->ids[i + FL_GATHER_AHEAD]);
+    if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
+    if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
     if (fl_table_read(t, q->ids[i], out + i * rb)) continue;
     miss++;
     if (j->policy == FL_MISSING_ERROR) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the GPU bundle (see tools/gpu_bundle.sh) on a GPU machine: every test
+# binary, the CUDA tests again under compute-sanitizer memcheck and racecheck,
+# the default replay and its --compare, and the store benchmark. Logs, XML and
+# JSON go to OUTDIR (default ./gpu-out); the last line is the test summary
+# `N passed, N failed, N skipped` counted from the GoogleTest XML.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${1:-gpu-out}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+rc=0
+for t in cache_test encoding_test store_test; do
+  echo "== $t"
+  "$here/$t" --gtest_output="xml:$out/$t.xml" >"$out/$t.log" 2>&1 || rc=1
+  tail -n 3 "$out/$t.log"
+done
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    echo "== compute-sanitizer --tool $tool (CUDA tests)"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$here/cache_test" \
+      --gtest_filter='*Cuda*' --gtest_output="xml:$out/sanitizer_$tool.xml" \
+      >"$out/sanitizer_$tool.log" 2>&1 || rc=1
+    grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -n 3
+  done
+fi
+if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
+  echo "== replay (default workload)"
+  "$here/replay" --json "$out/replay.json" --plot "$out/replay.svg" >"$out/replay.log" 2>&1 || rc=1
+  tail -n 40 "$out/replay.log"
+  echo "== replay --compare"
+  "$here/replay" --compare --json "$out/compare.json" >"$out/compare.log" 2>&1 || rc=1
+  tail -n 25 "$out/compare.log"
+  echo "== bench_store"
+  "$here/bench_store" --json "$out/bench_store.json" >"$out/bench_store.log" 2>&1 || rc=1
+  tail -n 15 "$out/bench_store.log"
+fi
+python3 - "$out" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+p = f = s = 0
+for x in sorted(glob.glob(sys.argv[1] + "/*.xml")):
+    for c in ET.parse(x).getroot().iter("testcase"):
+        if c.find("failure") is not None: f += 1
+        elif c.find("skipped") is not None or c.get("result") == "skipped": s += 1
+        else: p += 1
+print(f"{p} passed, {f} failed, {s} skipped")
+sys.exit(1 if f else 0)
+PY
+[ $? -eq 0 ] && exit $rc
+exit 1
