@@ -123,8 +123,9 @@ class CacheTest : public testing::TestWithParam<Param> {
       }
     }
     FL_ASSERT_OK_CACHE(fl_query(c, q.data(), (uint32_t)nt, stream), c);
-    if (GetParam().backend == FL_BACKEND_CUDA)
+    if (GetParam().backend == FL_BACKEND_CUDA) {
       ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)stream), cudaSuccess);
+    }
     for (size_t t = 0; t < nt; t++) {
       if (device_buffers && dev_out[t]) {
         ASSERT_EQ(cudaMemcpy(out[t].data(), dev_out[t], out[t].size(), cudaMemcpyDeviceToHost),
