@@ -133,7 +133,12 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
       }
       int free_slot = (k == empty) || fl_ld64(&v->locs[i]) == FL_LOC_NONE;
       if (free_slot && !(ver & 1u) && reuse == ~0ull) reuse = i, reuse_ver = ver;
-      if (k == empty) break;
+      if (k == empty) {
+        /* An empty slot being claimed right now may end up holding any key:
+         * the chain is not known to end here, so look again. */
+        if ((ver & 1u) && reuse == ~0ull) retry = 1;
+        break;
+      }
     }
     if (retry) continue;
     if (reuse == ~0ull) return FL_INSERT_FULL;
