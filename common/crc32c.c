@@ -1,7 +1,8 @@
 /* crc32c.c: CRC-32C with the SSE4.2 crc32 instruction when the CPU has it (a
  * trace of 100s of MB is checked in well under a second), else a byte table. */
-#include "tools/trace/crc32c.h"
+#include "common/crc32c.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define FL_CRC32C_POLY 0x82f63b78u /* reflected Castagnoli polynomial */
@@ -17,8 +18,8 @@ static void table_init(void) {
 }
 
 static uint32_t crc_soft(uint32_t c, const unsigned char *p, size_t n) {
-  static int ready; /* benign race: every thread writes the same table */
-  if (!ready) table_init(), ready = 1;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, table_init);
   while (n--) c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
   return c;
 }

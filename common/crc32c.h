@@ -1,6 +1,7 @@
-/* crc32c.h: CRC-32C (Castagnoli), the checksum of .fltr trace records. */
-#ifndef FL_TOOLS_TRACE_CRC32C_H
-#define FL_TOOLS_TRACE_CRC32C_H
+/* crc32c.h: CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the
+ * checksum of our model files (FLST) and trace records (.fltr). */
+#ifndef FL_COMMON_CRC32C_H
+#define FL_COMMON_CRC32C_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * new store and returns it only when every checksum matched. */
 #include <stdlib.h>
 
-#include "dram_store/crc32c.h"
+#include "common/crc32c.h"
 #include "dram_store/file_io.h"
 #include "dram_store/store_impl.h"
 

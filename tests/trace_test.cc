@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "tools/trace/crc32c.h"
+#include "common/crc32c.h"
 #include "tools/trace/trace.h"
 #include "tools/trace/zipf.h"
 

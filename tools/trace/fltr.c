@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/error.h"
-#include "tools/trace/crc32c.h"
+#include "common/crc32c.h"
 #include "tools/trace/trace_impl.h"
 
 enum {
