@@ -76,7 +76,7 @@ static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
 static uint32_t round16(uint32_t x) { return (x + 15u) & ~15u; }
 
 /* Bytes of index per slot: key, location, version, timestamp. */
-static uint64_t slot_bytes(uint32_t key_bits) { return key_bits / 8u + 8u + 4u + 4u; }
+static uint64_t slot_bytes(uint32_t key_bits) { return FL_INDEX_SLOT_BYTES(key_bits); }
 
 /* Splits `budget` between one part's index and pool: enough slots that a full
  * pool of vectors of the part's mean size (tables weighted by corpus) stays at
@@ -185,9 +185,8 @@ static fl_status alloc_parts(fl_cache *c) {
     p->index.slots = p->slots;
     p->index.key_bits = c->cfg.key_bits;
     p->index.locs = (uint64_t *)m;
-    p->index.keys = m + p->slots * 8;
-    p->index.vers = (uint32_t *)(m + p->slots * (8 + c->cfg.key_bits / 8));
-    p->index.ts = p->index.vers + p->slots;
+    p->index.kv = m + p->slots * 8;
+    p->index.ts = c->cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
     st = fl_maint_index_reset(c, p);
     if (st != FL_OK) break;
   }
@@ -389,6 +388,8 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->ns_hit_copy = (double)atomic_load(&m->ns_hit_copy);
   out->ns_miss_fetch = (double)atomic_load(&m->ns_miss_fetch);
   out->ns_admission = (double)atomic_load(&m->ns_admission);
+  out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
+  out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   pthread_mutex_lock(&m->lock);
   for (uint32_t p = 0; p < c->n_parts; p++) {
     out->pool_bytes_used += c->parts[p].pool.used_bytes;
@@ -417,4 +418,6 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->ns_hit_copy, 0);
   atomic_store(&c->ns_miss_fetch, 0);
   atomic_store(&c->ns_admission, 0);
+  atomic_store(&c->gpu_ns_index, 0);
+  atomic_store(&c->gpu_ns_hit_copy, 0);
 }

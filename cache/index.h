@@ -2,14 +2,20 @@
  * locations shared by all tables. FL_HD logic only: the CUDA kernels and the
  * host backend walk the same non-owning view with the same functions.
  *
- * Layout (structure of arrays of `slots` entries, any count: the home slot
- * comes from a multiply-high range reduction, not a mask):
- *   keys  key_bits-wide keys; FL_KEY_EMPTY(key_bits) marks a never-used slot
+ * Layout: a probe should touch as few cache lines as a plain table does (one
+ * for the key, one for the value), so each key sits beside its version:
+ *   kv    64-bit keys: {key, version | timestamp << 32} pairs of uint64_t;
+ *         32-bit keys: {key, version} pairs of uint32_t. FL_KEY_EMPTY(key_bits)
+ *         marks a never-used slot.
  *   locs  where the vector is: a slab address (even), a row address in the
  *         DRAM store with the low bit set (unified index), or 0 = no vector
  *         (a tombstone: the key stays so probe chains stay intact)
- *   vers  version, even when stable, odd while a writer owns the slot
- *   ts    batch counter of the last hit or insert (approximate LRU)
+ *   ts    32-bit keys only: batch counter of the last use (64-bit keys keep it
+ *         in the pair's high half)
+ * The version is even when stable, odd while a writer owns the slot; the
+ * timestamp is the batch counter of the last hit or insert (approximate LRU).
+ * Slots: `slots` of them, any count: the home slot comes from a multiply-high
+ * range reduction, not a mask. 24 bytes a slot with 64-bit keys, 20 with 32.
  *
  * Invariants:
  * - A key appears in at most one slot. Inserts walk the whole chain before
@@ -37,13 +43,15 @@
 #define FL_LOC_DRAM_BIT 1ull
 
 typedef struct fl_index_view {
-  void *keys;        /* uint64_t[slots] or uint32_t[slots] by key_bits */
+  void *kv;          /* key and version pairs, see above */
   uint64_t *locs;    /* locations, see above */
-  uint32_t *vers;    /* seqlock versions */
-  uint32_t *ts;      /* last-use batch counters */
+  uint32_t *ts;      /* last-use batch counters (32-bit keys only, else NULL) */
   uint64_t slots;    /* capacity (any positive number) */
   uint32_t key_bits; /* 32 or 64 */
 } fl_index_view;
+
+/* Bytes of index per slot for a key width. */
+#define FL_INDEX_SLOT_BYTES(key_bits) ((key_bits) == 32 ? 20u : 24u)
 
 typedef enum fl_insert_result {
   FL_INSERT_DONE = 0,    /* published */
@@ -52,15 +60,26 @@ typedef enum fl_insert_result {
 } fl_insert_result;
 
 FL_HD uint64_t fl_index_key(const fl_index_view *v, uint64_t i) {
-  if (v->key_bits == 32) return *(const volatile uint32_t *)((const uint32_t *)v->keys + i);
-  return *(const volatile uint64_t *)((const uint64_t *)v->keys + i);
+  if (v->key_bits == 32) return *(const volatile uint32_t *)((const uint32_t *)v->kv + 2 * i);
+  return *(const volatile uint64_t *)((const uint64_t *)v->kv + 2 * i);
 }
 
 FL_HD void fl_index_set_key(const fl_index_view *v, uint64_t i, uint64_t key) {
   if (v->key_bits == 32)
-    *(volatile uint32_t *)((uint32_t *)v->keys + i) = (uint32_t)key;
+    *(volatile uint32_t *)((uint32_t *)v->kv + 2 * i) = (uint32_t)key;
   else
-    *(volatile uint64_t *)((uint64_t *)v->keys + i) = key;
+    *(volatile uint64_t *)((uint64_t *)v->kv + 2 * i) = key;
+}
+
+/* The slot's version word (little-endian: the low half of a 64-bit pair). */
+FL_HD uint32_t *fl_index_ver(const fl_index_view *v, uint64_t i) {
+  if (v->key_bits == 32) return (uint32_t *)v->kv + 2 * i + 1;
+  return (uint32_t *)((uint64_t *)v->kv + 2 * i + 1);
+}
+
+FL_HD uint32_t *fl_index_ts(const fl_index_view *v, uint64_t i) {
+  if (v->key_bits == 32) return v->ts + i;
+  return (uint32_t *)((uint64_t *)v->kv + 2 * i + 1) + 1;
 }
 
 FL_HD uint64_t fl_index_home(const fl_index_view *v, uint64_t key) {
@@ -80,12 +99,12 @@ FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc)
     uint64_t k = fl_index_key(v, i);
     if (k == empty) return -1;
     if (k != key) continue;
-    uint32_t v1 = fl_ld32(&v->vers[i]);
+    uint32_t v1 = fl_ld32(fl_index_ver(v, i));
     FL_FENCE();
     uint64_t l = fl_ld64(&v->locs[i]);
     uint64_t k2 = fl_index_key(v, i);
     FL_FENCE();
-    uint32_t v2 = fl_ld32(&v->vers[i]);
+    uint32_t v2 = fl_ld32(fl_index_ver(v, i));
     if ((v1 & 1u) || v1 != v2 || k2 != key || l == FL_LOC_NONE) return -1;
     *loc = l;
     return (int64_t)i;
@@ -96,18 +115,19 @@ FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc)
 /* Records a use of slot i at batch `now` (a plain racy store: approximate LRU
  * needs no more). */
 FL_HD void fl_index_touch(const fl_index_view *v, int64_t i, uint32_t now) {
-  if (v->ts[i] != now) v->ts[i] = now;
+  uint32_t *ts = fl_index_ts(v, (uint64_t)i);
+  if (*ts != now) *ts = now;
 }
 
 /* Takes slot i for writing if its version is still `ver` (even). */
 FL_HD int fl_index_claim(const fl_index_view *v, uint64_t i, uint32_t ver) {
-  return fl_cas32(&v->vers[i], ver, ver + 1u) == ver;
+  return fl_cas32(fl_index_ver(v, i), ver, ver + 1u) == ver;
 }
 
 /* Ends a write begun by fl_index_claim; readers see the new state after it. */
 FL_HD void fl_index_release(const fl_index_view *v, uint64_t i, uint32_t ver) {
   FL_FENCE();
-  fl_st32(&v->vers[i], ver + 2u);
+  fl_st32(fl_index_ver(v, i), ver + 2u);
 }
 
 /* Publishes key -> loc (loc != 0). The caller owns the key (serialized
@@ -121,7 +141,7 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
     int retry = 0;
     for (uint32_t step = 0; step < FL_PROBE_LIMIT; step++, i = fl_index_next(v, i)) {
       uint64_t k = fl_index_key(v, i);
-      uint32_t ver = fl_ld32(&v->vers[i]);
+      uint32_t ver = fl_ld32(fl_index_ver(v, i));
       if (k == key) {
         if (fl_ld64(&v->locs[i]) != FL_LOC_NONE) return FL_INSERT_PRESENT;
         if (ver & 1u) {
@@ -149,7 +169,7 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
       continue;
     }
     fl_index_set_key(v, reuse, key);
-    v->ts[reuse] = now;
+    *fl_index_ts(v, reuse) = now;
     FL_FENCE();
     fl_st64(&v->locs[reuse], loc);
     fl_index_release(v, reuse, reuse_ver);
@@ -161,7 +181,7 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
  * location it held, or 0. */
 FL_HD uint64_t fl_index_erase_slot(const fl_index_view *v, uint64_t i) {
   for (;;) {
-    uint32_t ver = fl_ld32(&v->vers[i]);
+    uint32_t ver = fl_ld32(fl_index_ver(v, i));
     uint64_t l = fl_ld64(&v->locs[i]);
     if (l == FL_LOC_NONE) return 0;
     if (ver & 1u) continue; /* another writer; it finishes in a few instructions */
@@ -183,6 +203,14 @@ FL_HD uint64_t fl_index_erase(const fl_index_view *v, uint64_t key) {
     if (k == key) return fl_index_erase_slot(v, i);
   }
   return 0;
+}
+
+/* Clears slot i to never-used (index reset, no concurrent users). */
+FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
+  fl_index_set_key(v, i, FL_KEY_EMPTY(v->key_bits));
+  *fl_index_ver(v, i) = 0;
+  *fl_index_ts(v, i) = 0;
+  v->locs[i] = FL_LOC_NONE;
 }
 
 /* Age bucket of a slot for the eviction histogram: batches since last use,

@@ -28,11 +28,7 @@ fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     return FL_OK;
   }
-  const fl_index_view *v = &p->index;
-  for (uint64_t i = 0; i < v->slots; i++) fl_index_set_key(v, i, FL_KEY_EMPTY(v->key_bits));
-  memset(v->locs, 0, v->slots * sizeof *v->locs);
-  memset(v->vers, 0, v->slots * sizeof *v->vers);
-  memset(v->ts, 0, v->slots * sizeof *v->ts);
+  for (uint64_t i = 0; i < p->index.slots; i++) fl_index_clear_slot(&p->index, i);
   return FL_OK;
 }
 
@@ -51,7 +47,7 @@ fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
   }
   memset(hist, 0, FL_AGE_BUCKETS * sizeof *hist);
   for (uint64_t i = 0; i < p->index.slots; i++)
-    if (fl_index_is_cached(&p->index, i)) hist[fl_index_age_bucket(now, p->index.ts[i])]++;
+    if (fl_index_is_cached(&p->index, i)) hist[fl_index_age_bucket(now, *fl_index_ts(&p->index, i))]++;
   return FL_OK;
 }
 
@@ -76,7 +72,7 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint
   uint64_t in_b = 0;
   for (uint64_t i = 0; i < p->index.slots; i++) {
     if (!fl_index_is_cached(&p->index, i)) continue;
-    uint32_t bucket = fl_index_age_bucket(now, p->index.ts[i]);
+    uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&p->index, i));
     if (bucket < b || (bucket == b && in_b++ >= quota)) continue;
     uint64_t l = fl_index_erase_slot(&p->index, i);
     if (l != FL_LOC_NONE) locs[(*n_locs)++] = l;

@@ -16,14 +16,9 @@ unsigned grid_for(uint64_t n) {
 }
 
 __global__ void reset_kernel(fl_index_view v) {
-  const uint64_t empty = FL_KEY_EMPTY(v.key_bits);
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
-       i += (uint64_t)gridDim.x * blockDim.x) {
-    fl_index_set_key(&v, i, empty);
-    v.locs[i] = FL_LOC_NONE;
-    v.vers[i] = 0;
-    v.ts[i] = 0;
-  }
+       i += (uint64_t)gridDim.x * blockDim.x)
+    fl_index_clear_slot(&v, i);
 }
 
 __global__ void histogram_kernel(fl_index_view v, uint32_t now, unsigned long long *hist) {
@@ -32,7 +27,7 @@ __global__ void histogram_kernel(fl_index_view v, uint32_t now, unsigned long lo
   __syncthreads();
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x)
-    if (fl_index_is_cached(&v, i)) atomicAdd(&local[fl_index_age_bucket(now, v.ts[i])], 1u);
+    if (fl_index_is_cached(&v, i)) atomicAdd(&local[fl_index_age_bucket(now, *fl_index_ts(&v, i))], 1u);
   __syncthreads();
   for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x)
     if (local[b]) atomicAdd(&hist[b], (unsigned long long)local[b]);
@@ -43,7 +38,7 @@ __global__ void evict_kernel(fl_index_view v, uint32_t now, uint32_t b, uint64_t
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (!fl_index_is_cached(&v, i)) continue;
-    uint32_t bucket = fl_index_age_bucket(now, v.ts[i]);
+    uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
     if (bucket < b) continue;
     if (bucket == b && atomicAdd(&counters[1], 1ull) >= quota) continue;
     uint64_t l = fl_index_erase_slot(&v, i);

@@ -141,6 +141,11 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   memset(&plan, 0, sizeof plan);
   int e = 0;
   uint64_t n_miss = 0, bad = ~0ull;
+  /* cfg.profile: timing events around the two kernels (created per call:
+   * the pooled events carry no timing). */
+  cudaEvent_t prof[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3 && c->cfg.profile; i++)
+    if (cudaEventCreate(&prof[i]) != cudaSuccess) prof[i] = NULL;
 #define TRY(call)                                                                      \
   do {                                                                                 \
     e = (int)(call);                                                                   \
@@ -151,14 +156,17 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     }                                                                                  \
   } while (0)
   TRY(cudaMemcpyAsync(D, H, l.header_end, cudaMemcpyHostToDevice, stream));
+  if (prof[0]) TRY(cudaEventRecord(prof[0], stream));
   TRY(fl_launch_index(c->parts[b->part].index, (const fl_code *)(D + l.codes), A,
                       (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args], b->now,
                       locs, (uint32_t *)(D + l.miss_pos), (uint64_t *)(D + l.miss_ids), counters,
                       stream));
   /* The miss list comes down on the side stream while hits are copied. */
   TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
+  if (prof[1]) TRY(cudaEventRecord(prof[1], stream));
   TRY(fl_launch_copy_hits(A, (const uint64_t *)(D + l.scan_copy), b->n_args, scan_c[b->n_args],
                           locs, stream));
+  if (prof[2]) TRY(cudaEventRecord(prof[2], stream));
   TRY(cudaStreamWaitEvent((cudaStream_t)x->side, (cudaEvent_t)x->ready, 0));
   TRY(cudaMemcpyAsync(H + l.counters, D + l.counters, 16, cudaMemcpyDeviceToHost,
                       (cudaStream_t)x->side));
@@ -261,6 +269,15 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
                           cudaMemcpyDeviceToHost, stream));
 done:
 #undef TRY
+  if (prof[0] && prof[1] && prof[2] && st == FL_OK && cudaEventSynchronize(prof[2]) == cudaSuccess) {
+    float index_ms = 0, copy_ms = 0;
+    cudaEventElapsedTime(&index_ms, prof[0], prof[1]);
+    cudaEventElapsedTime(&copy_ms, prof[1], prof[2]);
+    atomic_fetch_add(&c->gpu_ns_index, (uint64_t)(index_ms * 1e6));
+    atomic_fetch_add(&c->gpu_ns_hit_copy, (uint64_t)(copy_ms * 1e6));
+  }
+  for (int i = 0; i < 3; i++)
+    if (prof[i]) cudaEventDestroy(prof[i]);
   {
     /* The query's reads end, and the scratch frees up, when the stream gets
      * here. */

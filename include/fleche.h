@@ -219,6 +219,8 @@ typedef struct fl_config {
   uint64_t seed;            /* admission coin seed, default 0x5eed */
   uint32_t host_threads;    /* host backend and miss handling threads, 0 = all cores */
   fl_missing missing;       /* default FL_MISSING_ZERO */
+  int profile;              /* CUDA: time the index and hit-copy kernels with events
+                               (gpu_ns_* statistics; one more wait per query), default 0 */
 } fl_config;
 
 /* Fills every field with its default. Thread-safe. */
@@ -268,6 +270,8 @@ typedef struct fl_cache_stats {
   double ns_hit_copy;         /* ... in hit copies */
   double ns_miss_fetch;       /* ... fetching misses from the store */
   double ns_admission;        /* ... admitting and evicting */
+  double gpu_ns_index;        /* CUDA with cfg.profile: device time of the fused index kernel */
+  double gpu_ns_hit_copy;     /* ... of the hit-copy kernel */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {
