@@ -140,7 +140,7 @@ static void split_per_table(fl_cache *c, uint64_t *share) {
 }
 
 static fl_status alloc_parts(fl_cache *c) {
-  fl_status st;
+  fl_status st = FL_OK;
   uint32_t n_parts = c->cfg.layout == FL_LAYOUT_FLAT ? 1 : c->n_tables;
   c->parts = calloc(n_parts, sizeof *c->parts);
   if (!c->parts) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory for cache parts");

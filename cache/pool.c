@@ -52,9 +52,12 @@ static int grow_class(fl_pool *p, uint32_t cls) {
   fl_slab_class *c = &p->classes[cls];
   if (p->n_free_pages == 0) return 0;
   uint64_t per_page = p->page_bytes / c->slot_bytes;
-  if (c->n_free + per_page > c->cap_free) {
+  /* The free stack must hold every slot of the class's pages: slots handed
+   * out now all come back through fl_pool_free. */
+  uint64_t need = (c->pages + 1) * per_page;
+  if (need > c->cap_free) {
     uint64_t cap = c->cap_free ? c->cap_free * 2 : per_page * 4;
-    while (cap < c->n_free + per_page) cap *= 2;
+    while (cap < need) cap *= 2;
     uint64_t *f = realloc(c->free, cap * sizeof *f);
     if (!f) return 0;
     c->free = f;

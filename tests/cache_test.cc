@@ -173,6 +173,22 @@ TEST_P(CacheTest, OracleWithAdmissionsAndEvictions) {
   EXPECT_LE(s.pool_bytes + s.index_bytes, 512u << 10) << "budget exceeded";
 }
 
+// Heavy churn over a pool of many pages: classes grow, evict, give pages back
+// and take them again; every answer still matches the store.
+TEST_P(CacheTest, EvictionChurnAcrossManyPages) {
+  fl::Cache c = MakeCache(Config(3 << 20));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(11);
+  for (int batch = 0; batch < 60; batch++) {
+    auto ids = Ids(rng, 2500);
+    QueryAndCheck(c.get(), ids, nullptr, false);
+    if (HasFatalFailure()) return;
+  }
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.evictions, 1000u);
+  EXPECT_LE(s.pool_bytes_used, s.pool_bytes);
+}
+
 TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   fl_config cfg = Config(64 << 20);
   cfg.admit_probability = 1.0;
