@@ -100,10 +100,10 @@ FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc)
     if (k == empty) return -1;
     if (k != key) continue;
     uint32_t v1 = fl_ld32(fl_index_ver(v, i));
-    FL_FENCE();
+    FL_FENCE_READ();
     uint64_t l = fl_ld64(&v->locs[i]);
     uint64_t k2 = fl_index_key(v, i);
-    FL_FENCE();
+    FL_FENCE_READ();
     uint32_t v2 = fl_ld32(fl_index_ver(v, i));
     if ((v1 & 1u) || v1 != v2 || k2 != key || l == FL_LOC_NONE) return -1;
     *loc = l;

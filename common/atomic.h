@@ -8,6 +8,9 @@
 
 #ifdef __CUDA_ARCH__
 #define FL_FENCE() __threadfence()
+/* Orders a reader's loads (seqlock reads): acquire-release, lighter than the
+ * sequentially consistent __threadfence() writers use. */
+#define FL_FENCE_READ() asm volatile("fence.acq_rel.gpu;" ::: "memory")
 FL_HD uint32_t fl_ld32(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 FL_HD uint64_t fl_ld64(const uint64_t *p) { return *(const volatile uint64_t *)p; }
 FL_HD void fl_st32(uint32_t *p, uint32_t v) { *(volatile uint32_t *)p = v; }
@@ -21,6 +24,7 @@ FL_HD uint32_t fl_cas32(uint32_t *p, uint32_t expect, uint32_t desired) {
 }
 #else
 #define FL_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#define FL_FENCE_READ() __atomic_thread_fence(__ATOMIC_ACQ_REL)
 FL_HD uint32_t fl_ld32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 FL_HD uint64_t fl_ld64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 FL_HD void fl_st32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
