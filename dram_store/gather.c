@@ -1,9 +1,10 @@
-/* gather.c: fl_store_gather, the batched multi-threaded lookup. All queries'
- * rows form one range [0, total) split over the store's workers, so a batch
- * of many small tables balances as well as one big one. Inputs are validated
- * before any output is written. Under FL_MISSING_ERROR a missing id stops the
- * call with FL_ERR_NOT_FOUND; outputs may then be partly written (the store
- * itself never changes in a gather). */
+/* gather.c: the batched multi-threaded gather behind fl_store_gather (rows
+ * looked up by id) and fl_store_gather_refs (rows read by reference, refs.c).
+ * All parts' rows form one range [0, total) split over the store's workers,
+ * so a batch of many small tables balances as well as one big one. Inputs are
+ * validated before any output is written. Under FL_MISSING_ERROR a missing id
+ * stops the call with FL_ERR_NOT_FOUND; outputs may then be partly written
+ * (the store itself never changes in a gather). */
 #include <stdlib.h>
 
 #include "dram_store/store_impl.h"
@@ -16,29 +17,37 @@
 #define FL_GATHER_AHEAD 16
 
 typedef struct fl_gather_job {
-  fl_store *s;                     /* the store */
-  const fl_table_query *q;         /* the queries */
-  uint32_t nq;                     /* number of queries */
-  const size_t *start;             /* start[i]: first global row of query i; start[nq] = total */
+  const fl_gather_part *q;         /* the parts */
+  uint32_t nq;                     /* number of parts */
+  const size_t *start;             /* start[i]: first global row of part i; start[nq] = total */
   fl_missing policy;               /* zero-fill or fail */
-  _Atomic uint64_t *missing;       /* per query: ids not found */
+  _Atomic uint64_t *missing;       /* per part: ids not found */
   _Atomic int failed;              /* set once a missing id fails the call */
-  uint32_t fail_query;             /* the query of that id (valid once failed) */
+  uint32_t fail_query;             /* the part of that id (valid once failed) */
   uint64_t fail_id;                /* that id */
 } fl_gather_job;
 
-/* Rows [b, e) of query qi, which are rows [b - start, e - start) of the query. */
+/* Rows [b, e) of part qi, which are rows [b - start, e - start) of the part. */
 static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
-  const fl_table_query *q = &j->q[qi];
-  fl_table *t = &j->s->tables[q->table];
+  const fl_gather_part *q = &j->q[qi];
+  fl_table *t = q->t;
   size_t rb = t->row_bytes;
   unsigned char *out = q->out;
+  const uint64_t *refs = q->refs;
   uint64_t miss = 0;
   int ok = 1;
   for (size_t i = b; i < e; i++) {
-    if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
-    if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
-    if (fl_table_read(t, q->ids[i], out + i * rb)) continue;
+    int found;
+    if (refs) {
+      if (i + FL_GATHER_AHEAD < e)
+        fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], refs[i + FL_GATHER_AHEAD]);
+      found = fl_table_read_ref(t, q->ids[i], refs[i], out + i * rb);
+    } else {
+      if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
+      if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
+      found = fl_table_read(t, q->ids[i], out + i * rb);
+    }
+    if (found) continue;
     miss++;
     if (j->policy == FL_MISSING_ERROR) {
       int expected = 0;
@@ -62,7 +71,7 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
 
 static void fl_gather_range(void *ctx, size_t b, size_t e) {
   fl_gather_job *j = ctx;
-  /* The query holding global row b: the last start <= b. */
+  /* The part holding global row b: the last start <= b. */
   uint32_t lo = 0, hi = j->nq;
   while (hi - lo > 1) {
     uint32_t mid = (lo + hi) / 2;
@@ -77,59 +86,72 @@ static void fl_gather_range(void *ctx, size_t b, size_t e) {
   }
 }
 
-/* Checks every query; FL_OK or the failure, recorded on s. */
-static fl_status fl_gather_check(fl_store *s, const fl_table_query *queries, uint32_t n) {
-  if (n && !queries)
-    return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_gather: queries is NULL");
-  for (uint32_t i = 0; i < n; i++) {
-    const fl_table_query *q = &queries[i];
-    fl_table *t = fl_store_table_arg(s, q->table, "fl_store_gather");
-    if (!t) return FL_ERR_INVALID_ARGUMENT;
-    if (q->n && (!q->ids || !q->out))
-      return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_gather: query %u (table %u '%s'): %s is NULL",
-                     i, q->table, t->name, q->ids ? "out" : "ids");
-    size_t bad = fl_table_first_out_of_range(t, q->ids, q->n);
-    if (bad < q->n)
-      return fl_fail(s, FL_ERR_OUT_OF_RANGE,
-                     "fl_store_gather: table %u '%s': id %llu is out of range (corpus %llu)",
-                     q->table, t->name, (unsigned long long)q->ids[bad],
-                     (unsigned long long)t->desc.corpus_size);
+fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_t table,
+                              const uint64_t *ids, size_t n, void *out, fl_gather_part *p) {
+  fl_table *t = fl_store_table_arg(s, table, call);
+  if (!t) return FL_ERR_INVALID_ARGUMENT;
+  if (n && (!ids || !out))
+    return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "%s: query %u (table %u '%s'): %s is NULL", call, i,
+                   table, t->name, ids ? "out" : "ids");
+  size_t bad = fl_table_first_out_of_range(t, ids, n);
+  if (bad < n)
+    return fl_fail(s, FL_ERR_OUT_OF_RANGE, "%s: table %u '%s': id %llu is out of range (corpus %llu)",
+                   call, table, t->name, (unsigned long long)ids[bad],
+                   (unsigned long long)t->desc.corpus_size);
+  *p = (fl_gather_part){.t = t, .ids = ids, .n = n, .out = out};
+  return FL_OK;
+}
+
+fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
+                                uint32_t n, fl_missing policy, uint64_t *missing) {
+  size_t *start = malloc((n + 1) * sizeof *start);
+  _Atomic uint64_t *miss = calloc(n ? n : 1, sizeof *miss);
+  if (!start || !miss) {
+    free(start);
+    free(miss);
+    return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %u queries", call, n);
   }
+  start[0] = 0;
+  for (uint32_t i = 0; i < n; i++) start[i + 1] = start[i] + parts[i].n;
+  fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss};
+  atomic_init(&job.failed, 0);
+  uint32_t token = fl_grace_enter(&s->env->grace);
+  fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
+  fl_grace_exit(&s->env->grace, token);
+  if (missing)
+    for (uint32_t i = 0; i < n; i++) missing[i] = atomic_load(&miss[i]);
+  free(start);
+  free(miss);
+  if (atomic_load(&job.failed)) {
+    const fl_gather_part *q = &parts[job.fail_query];
+    return fl_fail(s, FL_ERR_NOT_FOUND, "%s: table %u '%s': id %llu not found", call, q->t->id,
+                   q->t->name, (unsigned long long)job.fail_id);
+  }
+  return FL_OK;
+}
+
+fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, uint32_t n,
+                          fl_missing policy, fl_gather_part **parts) {
+  if (!s) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "%s: store is NULL", call);
+  if (policy != FL_MISSING_ZERO && policy != FL_MISSING_ERROR)
+    return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "%s: unknown missing policy %d", call, (int)policy);
+  if (n && !queries) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "%s: queries is NULL", call);
+  *parts = malloc((n ? n : 1) * sizeof **parts);
+  if (!*parts) return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %u queries", call, n);
   return FL_OK;
 }
 
 fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                           fl_missing policy, uint64_t *missing) {
-  if (!s) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_gather: store is NULL");
-  if (policy != FL_MISSING_ZERO && policy != FL_MISSING_ERROR)
-    return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_gather: unknown missing policy %d",
-                   (int)policy);
-  fl_status st = fl_gather_check(s, queries, n_queries);
+  static const char call[] = "fl_store_gather";
+  fl_gather_part *parts;
+  fl_status st = fl_gather_start(s, call, queries, n_queries, policy, &parts);
   if (st != FL_OK) return st;
-  size_t *start = malloc((n_queries + 1) * sizeof *start);
-  _Atomic uint64_t *miss = calloc(n_queries ? n_queries : 1, sizeof *miss);
-  if (!start || !miss) {
-    free(start);
-    free(miss);
-    return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "fl_store_gather: no memory for %u queries",
-                   n_queries);
+  for (uint32_t i = 0; i < n_queries && st == FL_OK; i++) {
+    const fl_table_query *q = &queries[i];
+    st = fl_gather_part_init(s, call, i, q->table, q->ids, q->n, q->out, &parts[i]);
   }
-  start[0] = 0;
-  for (uint32_t i = 0; i < n_queries; i++) start[i + 1] = start[i] + queries[i].n;
-  fl_gather_job job = {.s = s, .q = queries, .nq = n_queries, .start = start,
-                       .policy = policy, .missing = miss};
-  atomic_init(&job.failed, 0);
-  uint32_t token = fl_grace_enter(&s->env->grace);
-  fl_workers_for(s->workers, start[n_queries], FL_GATHER_GRAIN, fl_gather_range, &job);
-  fl_grace_exit(&s->env->grace, token);
-  if (missing)
-    for (uint32_t i = 0; i < n_queries; i++) missing[i] = atomic_load(&miss[i]);
-  free(start);
-  free(miss);
-  if (atomic_load(&job.failed)) {
-    const fl_table_query *q = &queries[job.fail_query];
-    return fl_fail(s, FL_ERR_NOT_FOUND, "fl_store_gather: table %u '%s': id %llu not found",
-                   q->table, s->tables[q->table].name, (unsigned long long)job.fail_id);
-  }
-  return FL_OK;
+  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing);
+  free(parts);
+  return st;
 }

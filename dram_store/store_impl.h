@@ -37,4 +37,29 @@ fl_status fl_store_upsert_rows(fl_store *s, fl_table *t, const uint64_t *ids, si
 /* Tells subscribers that rows of table t changed (see store_internal.h). */
 void fl_store_notify(fl_store *s, uint32_t table, const uint64_t *ids, size_t n);
 
+/* One table's slice of a gather (gather.c), from an fl_table_query or an
+ * fl_ref_query. */
+typedef struct fl_gather_part {
+  fl_table *t;           /* the table */
+  const uint64_t *ids;   /* n ids */
+  const uint64_t *refs;  /* NULL: look the ids up; else their references (fl_table_read_ref) */
+  size_t n;              /* rows */
+  unsigned char *out;    /* n rows of t->row_bytes */
+} fl_gather_part;
+
+/* Checks what every gather checks first (s, the policy, queries non-NULL
+ * when n > 0) and allocates *parts for n queries (free it); FL_OK or the
+ * failure, recorded on s naming `call`. */
+fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, uint32_t n,
+                          fl_missing policy, fl_gather_part **parts);
+/* Validates query number i of a gather (`call` names the API function in
+ * messages): the table, the NULL pointers, the dense id range; fills *p
+ * (refs NULL) or returns the failure, recorded on s. */
+fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_t table,
+                              const uint64_t *ids, size_t n, void *out, fl_gather_part *p);
+/* Gathers n validated parts on the store's workers inside one grace section;
+ * missing (optional) as in fl_store_gather. */
+fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
+                                uint32_t n, fl_missing policy, uint64_t *missing);
+
 #endif

@@ -1,5 +1,6 @@
 /* store_internal.h: what the cache module (not the public API) needs from the
- * store: change notifications, table descriptors and the store's thread pool. */
+ * store: change notifications, table descriptors, the store's thread pool and
+ * references to rows for the unified index. */
 #ifndef FL_DRAM_STORE_STORE_INTERNAL_H
 #define FL_DRAM_STORE_STORE_INTERNAL_H
 
@@ -29,6 +30,41 @@ void fl_store_unsubscribe(fl_store *s, int id);
 const fl_table_desc *fl_store_desc(const fl_store *s, uint32_t table);
 /* The store's thread pool, shared with the cache's miss path. */
 fl_workers *fl_store_workers(fl_store *s);
+
+/* Stable references to rows, for the cache's unified index: the address of the
+ * row's vector, even (dense rows 2-byte aligned, hashed rows 8-byte aligned),
+ * so the low bit is free for the cache's tag. refs[i] = 0 when the id is
+ * absent (hashed); dense ids must be < corpus (FL_ERR_OUT_OF_RANGE otherwise,
+ * refs untouched). Thread-safe with writers and gathers.
+ *
+ * Validity: a dense reference holds its id while the store lives. A hashed
+ * reference holds its id until that id is removed; the slot's memory stays
+ * readable while the store lives, but the slot may be handed to another id
+ * (even before the remove's change callback runs: callbacks run after the
+ * table's write lock is released, so a concurrent upsert can take the slot).
+ * fl_store_gather_refs detects that through the slot's owner id, so a stale
+ * reference costs a lookup by id, never a wrong row (see refs.c for the one
+ * owner-id collision it cannot see). Re-adding a removed id gives it a new
+ * slot: take a new reference. */
+fl_status fl_store_refs(fl_store *s, uint32_t table, const uint64_t *ids, size_t n, uint64_t *refs);
+
+/* One table's rows to fetch by reference. */
+typedef struct fl_ref_query {
+  uint32_t table;
+  const uint64_t *ids;   /* the ids the references were taken for */
+  const uint64_t *refs;  /* from fl_store_refs (low bit may be set: ignored); 0: look the id up */
+  size_t n;
+  void *out;             /* n rows of the table's row bytes, host memory */
+} fl_ref_query;
+
+/* Multi-threaded gather by reference (the store's thread pool), each row read
+ * under its seqlock and checked to still belong to ids[i] (hashed tables: the
+ * slot's owner id); a row that no longer does is looked up by id as
+ * fl_store_gather would (zero-fill or FL_ERR_NOT_FOUND per policy). Counts
+ * lookups in the table stats like fl_store_gather. missing (optional) as in
+ * fl_store_gather. Inputs are validated as fl_store_gather does. */
+fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_t n_queries,
+                               fl_missing policy, uint64_t *missing);
 
 #ifdef __cplusplus
 }

@@ -74,9 +74,8 @@ int fl_table_reserve(fl_table *t, uint64_t n) {
 }
 
 int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
-  fl_seqlocks *l = &t->env->seq;
   if (t->dense) {
-    _Atomic uint32_t *s = fl_seq_of(l, t->id, id);
+    _Atomic uint32_t *s = fl_seq_of(&t->env->seq, t->id, id);
     fl_seq_write_begin(s);
     memcpy(t->dense + id * t->row_bytes, vec, t->row_bytes);
     fl_seq_write_end(s);
@@ -87,7 +86,7 @@ int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
   int fresh = r == FL_HROW_EMPTY;
   if (fresh) r = fl_rows_take(&t->slots);
   fl_row_head *h = fl_rows_slot(&t->slots, r);
-  _Atomic uint32_t *s = fl_seq_of(l, t->id, r);
+  _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->owner, id, memory_order_relaxed);
   memcpy(h + 1, vec, t->row_bytes);
@@ -105,7 +104,7 @@ int fl_table_erase(fl_table *t, uint64_t id) {
   if (r == FL_HROW_EMPTY) return 0;
   /* Readers that still reach r through a stale probe see a foreign owner. */
   fl_row_head *h = fl_rows_slot(&t->slots, r);
-  _Atomic uint32_t *s = fl_seq_of(&t->env->seq, t->id, r);
+  _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->owner, ~id, memory_order_relaxed);
   fl_seq_write_end(s);

@@ -1,5 +1,6 @@
 /* table.h: one table of the store: its rows (a dense array, or hashed-id
- * slots behind a lock-free index), the torn-free row read used by gathers and
+ * slots behind a lock-free index), the torn-free row reads used by gathers
+ * (by id, or by a reference to the row for the cache's unified index) and
  * the writer-side put/erase used by upserts, removes, fills and loads.
  *
  * Writers of a table hold its write_lock; readers take no lock. Every row
@@ -89,14 +90,34 @@ static inline void fl_table_prefetch_row(fl_table *t, uint64_t id) {
   __builtin_prefetch(p + bytes - 1); /* slots of hashed tables straddle lines */
 }
 
+/* The seqlock stripe of hashed slot h. Keyed by the slot's address, not its
+ * number: a reader holding only a reference to the row (fl_table_read_ref)
+ * has no slot number, and slots never move, so the address names the slot. */
+static inline _Atomic uint32_t *fl_table_slot_seq(fl_table *t, const fl_row_head *h) {
+  return fl_seq_of(&t->env->seq, t->id, (uintptr_t)h / sizeof *h);
+}
+
+/* Reader: copies slot h's vector into out, torn-free; returns the owner id
+ * the copy belongs to (read together with the vector). */
+static inline uint64_t fl_table_read_slot(fl_table *t, fl_row_head *h, void *out) {
+  _Atomic uint32_t *s = fl_table_slot_seq(t, h);
+  uint32_t v;
+  uint64_t owner;
+  do {
+    v = fl_seq_read_begin(s);
+    owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
+    memcpy(out, h + 1, t->row_bytes);
+  } while (fl_seq_read_retry(s, v));
+  return owner;
+}
+
 /* Reader: copies id's vector into out; 1 when found, 0 when a hashed table
  * lacks it (out untouched). Dense ids must be in range. Callers are inside a
  * grace section (fl_grace_enter). */
 static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
-  fl_seqlocks *l = &t->env->seq;
   if (t->dense) {
     const unsigned char *src = t->dense + id * t->row_bytes;
-    _Atomic uint32_t *s = fl_seq_of(l, t->id, id);
+    _Atomic uint32_t *s = fl_seq_of(&t->env->seq, t->id, id);
     uint32_t v;
     do {
       v = fl_seq_read_begin(s);
@@ -107,18 +128,51 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
   for (;;) {
     uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
     if (r == FL_HROW_EMPTY) return 0;
-    fl_row_head *h = fl_rows_slot(&t->slots, r);
-    _Atomic uint32_t *s = fl_seq_of(l, t->id, r);
-    uint32_t v;
-    uint64_t owner;
-    do {
-      v = fl_seq_read_begin(s);
-      owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
-      memcpy(out, h + 1, t->row_bytes);
-    } while (fl_seq_read_retry(s, v));
     /* A stale slot (the id was removed, the slot reused): look again. */
-    if (owner == id) return 1;
+    if (fl_table_read_slot(t, fl_rows_slot(&t->slots, r), out) == id) return 1;
   }
+}
+
+/* A reference to id's row (fl_store_refs): the address of its vector, even
+ * (dense rows are 2-byte aligned, hashed slots 8-byte aligned), so the cache
+ * may tag its low bit. Dense tables: t->dense + id * row_bytes, which never
+ * changes. Hashed tables: the vector inside id's slot, its header just before;
+ * valid memory while the store lives (slots never move or get freed), but
+ * holding id only until id is removed. Callers are inside a grace section. */
+static inline uint64_t fl_table_ref(fl_table *t, uint64_t id) {
+  if (t->dense) return (uint64_t)(uintptr_t)(t->dense + id * t->row_bytes);
+  uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
+  if (r == FL_HROW_EMPTY) return 0;
+  return (uint64_t)(uintptr_t)(fl_rows_slot(&t->slots, r) + 1);
+}
+
+/* The slot header of a hashed table's reference (its tag bit ignored). */
+static inline fl_row_head *fl_table_ref_head(uint64_t ref) {
+  return (fl_row_head *)(uintptr_t)(ref & ~(uint64_t)1) - 1;
+}
+
+/* Reader hint for fl_table_read_ref, as fl_table_prefetch_row: the slot's
+ * first two and last cache lines. Dense tables need no reference: the id
+ * gives the address. */
+static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref) {
+  if (t->dense || !ref) {
+    fl_table_prefetch_row(t, id);
+    return;
+  }
+  const char *p = (const char *)fl_table_ref_head(ref);
+  __builtin_prefetch(p);
+  __builtin_prefetch(p + 64);
+  __builtin_prefetch(p + sizeof(fl_row_head) + t->row_bytes - 1);
+}
+
+/* Reader: fl_table_read through a reference taken for id (0: none). Hashed
+ * tables read the referenced slot under its seqlock and keep the copy only
+ * when the slot's owner is still id; otherwise (id removed, the slot reused
+ * or the ref 0) id is looked up as fl_table_read does. Dense rows always
+ * belong to their id, so the id is read directly. */
+static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out) {
+  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), out) == id) return 1;
+  return fl_table_read(t, id, out);
 }
 
 #endif

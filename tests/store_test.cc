@@ -375,6 +375,243 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
   EXPECT_GT(checked.load(), 1000u);
 }
 
+// ---------------------------------------------------------------- references
+
+// References of one table's ids (fl_store_refs must succeed).
+std::vector<uint64_t> Refs(fl_store *s, uint32_t table, const std::vector<uint64_t> &ids) {
+  std::vector<uint64_t> refs(ids.size(), 0xABu);
+  fl_status st = fl_store_refs(s, table, ids.data(), ids.size(), refs.data());
+  EXPECT_EQ(st, FL_OK) << fl_store_last_error(s);
+  return refs;
+}
+
+// Gathers ids of one table through refs; returns the raw rows.
+std::vector<unsigned char> GatherRefs(fl_store *s, uint32_t table, const std::vector<uint64_t> &ids,
+                                      const std::vector<uint64_t> &refs,
+                                      fl_missing policy = FL_MISSING_ZERO,
+                                      uint64_t *missing = nullptr, fl_status *status = nullptr) {
+  fl_table_desc d;
+  EXPECT_EQ(fl_store_table(s, table, &d), FL_OK);
+  std::vector<unsigned char> out(ids.size() * d.dim * ElemBytes(d) + 1, 0xAB);
+  fl_ref_query q{table, ids.data(), refs.data(), ids.size(), out.data()};
+  fl_status st = fl_store_gather_refs(s, &q, 1, policy, missing);
+  if (status) *status = st;
+  else EXPECT_EQ(st, FL_OK) << fl_store_last_error(s);
+  EXPECT_EQ(out.back(), 0xAB) << "wrote past the output";
+  out.pop_back();
+  return out;
+}
+
+// One row of fl_store_fill_synthetic-like content for (id, version).
+std::vector<float> Vec(uint32_t dim, uint64_t id, float version) {
+  std::vector<float> v(dim);
+  for (uint32_t j = 0; j < dim; j++) v[j] = version * 100000 + (float)(id % 1000) * 10 + j;
+  return v;
+}
+
+TEST(StoreRefsTest, GatherRefsMatchesGather) {
+  std::vector<fl_table_desc> d = {Desc("d32", 500, 7, FL_FP32, FL_IDS_DENSE),
+                                  Desc("d16", 300, 3, FL_FP16, FL_IDS_DENSE),
+                                  Desc("h16", 2000, 5, FL_FP16, FL_IDS_HASHED),
+                                  Desc("h16one", 100, 1, FL_FP16, FL_IDS_HASHED),
+                                  Desc("h32", 3000, 33, FL_FP32, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 3);
+  for (uint32_t t = 0; t < d.size(); t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), t, 5), s.get());
+  std::vector<std::vector<uint64_t>> ids(d.size()), refs(d.size());
+  std::vector<std::vector<unsigned char>> out(d.size());
+  std::vector<fl_ref_query> q(d.size());
+  for (uint32_t t = 0; t < d.size(); t++) {
+    for (uint64_t k = 0; k < d[t].corpus_size; k += 3) {
+      ids[t].push_back(d[t].id_kind == FL_IDS_DENSE ? k : fl_synthetic_id(t, k));
+      if (d[t].id_kind == FL_IDS_HASHED && k % 30 == 0) ids[t].push_back(k * 7919 + 1);  // absent
+    }
+    refs[t] = Refs(s.get(), t, ids[t]);
+    size_t present = 0;
+    for (size_t i = 0; i < ids[t].size(); i++) {
+      if (!refs[t][i]) continue;
+      present++;
+      ASSERT_EQ(refs[t][i] & 1u, 0u) << "table " << t << " id " << ids[t][i];
+      if (i % 2) refs[t][i] |= 1;  // the cache's tag: ignored
+    }
+    EXPECT_EQ(present, (d[t].corpus_size + 2) / 3) << "table " << t;
+    out[t].resize(ids[t].size() * d[t].dim * ElemBytes(d[t]));
+    q[t] = {t, ids[t].data(), refs[t].data(), ids[t].size(), out[t].data()};
+  }
+  std::vector<fl_store_table_stats> before(d.size());
+  for (uint32_t t = 0; t < d.size(); t++) FL_ASSERT_OK_STORE(fl_store_stats(s.get(), t, &before[t]), s.get());
+  std::vector<uint64_t> missing(d.size(), 99);
+  FL_ASSERT_OK_STORE(fl_store_gather_refs(s.get(), q.data(), (uint32_t)q.size(), FL_MISSING_ZERO,
+                                          missing.data()),
+                     s.get());
+  for (uint32_t t = 0; t < d.size(); t++) {
+    EXPECT_EQ(out[t], Gather(s.get(), t, ids[t])) << "table " << t;
+    size_t absent = ids[t].size() - (d[t].corpus_size + 2) / 3;
+    EXPECT_EQ(missing[t], absent) << "table " << t;
+    fl_store_table_stats after;
+    FL_ASSERT_OK_STORE(fl_store_stats(s.get(), t, &after), s.get());
+    EXPECT_EQ(after.lookups - before[t].lookups, 2 * ids[t].size()) << "table " << t;
+    EXPECT_EQ(after.misses - before[t].misses, 2 * absent) << "table " << t;
+  }
+  // Errors are validated before anything is written, as fl_store_gather does.
+  uint64_t bad_id = 500, ref = 0;
+  EXPECT_EQ(fl_store_refs(s.get(), 0, &bad_id, 1, &ref), FL_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(fl_store_refs(s.get(), 9, &bad_id, 1, &ref), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_store_refs(s.get(), 0, &bad_id, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  fl_ref_query bq{0, &bad_id, &ref, 1, out[0].data()};
+  EXPECT_EQ(fl_store_gather_refs(s.get(), &bq, 1, FL_MISSING_ZERO, nullptr), FL_ERR_OUT_OF_RANGE);
+  bq.refs = nullptr;
+  bad_id = 1;
+  EXPECT_EQ(fl_store_gather_refs(s.get(), &bq, 1, FL_MISSING_ZERO, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_store_last_error(s.get())).find("refs is NULL"), std::string::npos);
+  EXPECT_EQ(fl_store_gather_refs(s.get(), nullptr, 1, FL_MISSING_ZERO, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_store_gather_refs(s.get(), nullptr, 0, FL_MISSING_ZERO, nullptr), FL_OK);
+}
+
+TEST(StoreRefsTest, RemovedIdFallsBack) {
+  Store s = MakeStore({Desc("h", 16, 4, FL_FP32, FL_IDS_HASHED)});
+  std::vector<uint64_t> ids = {11, 22, 33};
+  std::vector<float> v;
+  for (uint64_t id : ids) for (float x : Vec(4, id, 1)) v.push_back(x);
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, ids.data(), ids.size(), v.data()), s.get());
+  auto refs = Refs(s.get(), 0, ids);
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, &ids[1], 1), s.get());
+  uint64_t missing = 0;
+  auto out = GatherRefs(s.get(), 0, ids, refs, FL_MISSING_ZERO, &missing);
+  EXPECT_EQ(missing, 1u);
+  EXPECT_EQ(out, Gather(s.get(), 0, ids));
+  std::vector<unsigned char> zero(16, 0);
+  EXPECT_EQ(std::vector<unsigned char>(out.begin() + 16, out.begin() + 32), zero);
+  fl_status st;
+  GatherRefs(s.get(), 0, ids, refs, FL_MISSING_ERROR, nullptr, &st);
+  EXPECT_EQ(st, FL_ERR_NOT_FOUND);
+  std::string msg = fl_store_last_error(s.get());
+  EXPECT_NE(msg.find("fl_store_gather_refs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("id 22"), std::string::npos) << msg;
+  // Re-added: the old reference answers the new row, wherever it now lives.
+  auto w = Vec(4, 22, 2);
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, &ids[1], 1, w.data()), s.get());
+  out = GatherRefs(s.get(), 0, ids, refs, FL_MISSING_ERROR, &missing);
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(out, Gather(s.get(), 0, ids));
+}
+
+TEST(StoreRefsTest, ReusedSlotIsDetected) {
+  Store s = MakeStore({Desc("h", 16, 6, FL_FP16, FL_IDS_HASHED)});
+  std::vector<uint16_t> row(6);
+  auto put = [&](uint64_t id, float version) {
+    auto v = Vec(6, id, version);
+    for (int j = 0; j < 6; j++) row[j] = fl_f32_to_f16(v[j] / 1000);
+    ASSERT_EQ(fl_store_upsert(s.get(), 0, &id, 1, row.data()), FL_OK);
+  };
+  for (uint64_t id = 1; id <= 8; id++) put(id, 1);
+  const uint64_t a = 5;
+  uint64_t ref_a = Refs(s.get(), 0, {a})[0];
+  ASSERT_NE(ref_a, 0u);
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, &a, 1), s.get());
+  // Insert other ids until one of them takes a's old slot.
+  uint64_t b = 0;
+  for (uint64_t id = 100; id < 10000 && !b; id++) {
+    put(id, 3);
+    if (Refs(s.get(), 0, {id})[0] == ref_a) b = id;
+  }
+  ASSERT_NE(b, 0u) << "the freed slot was never reused";
+  std::vector<uint64_t> ids = {a, b}, refs = {ref_a | 1, ref_a};
+  uint64_t missing = 0;
+  auto out = GatherRefs(s.get(), 0, ids, refs, FL_MISSING_ZERO, &missing);
+  EXPECT_EQ(missing, 1u);
+  EXPECT_EQ(out, Gather(s.get(), 0, ids));  // a: zeros, not b's row; b: b's row
+  fl_status st;
+  GatherRefs(s.get(), 0, {a}, {ref_a}, FL_MISSING_ERROR, nullptr, &st);
+  EXPECT_EQ(st, FL_ERR_NOT_FOUND);
+  // a back in another slot: the stale reference answers a's new row.
+  put(a, 4);
+  EXPECT_NE(Refs(s.get(), 0, {a})[0], ref_a);
+  out = GatherRefs(s.get(), 0, ids, refs, FL_MISSING_ERROR, &missing);
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(out, Gather(s.get(), 0, ids));
+  EXPECT_NE(std::vector<unsigned char>(out.begin(), out.begin() + 12),
+            std::vector<unsigned char>(out.begin() + 12, out.end()));
+}
+
+TEST(StoreRefsTest, ConcurrentWritersNoTornRows) {
+  std::vector<fl_table_desc> d = {Desc("dense32", 64, 2048, FL_FP32, FL_IDS_DENSE),
+                                  Desc("hash16", 64, 1031, FL_FP16, FL_IDS_HASHED),
+                                  Desc("hash32", 8, 300, FL_FP32, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 2);
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 0; id < 64; id++) ids.push_back(id);
+  for (uint64_t id = 1000; id < 2600; id += 13) ids.push_back(id);
+  for (uint32_t t = 0; t < 3; t++) {  // every id present once, so refs start non-zero
+    std::vector<unsigned char> row(d[t].dim * ElemBytes(d[t]));
+    size_t n = d[t].id_kind == FL_IDS_DENSE ? 64 : ids.size();
+    for (size_t i = 0; i < n; i++) {
+      VersionRow(d[t], ids[i], 0, row.data());
+      FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), t, &ids[i], 1, row.data()), s.get());
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> torn{0}, checked{0};
+  std::vector<std::thread> threads;
+  // Writers: overwrite rows with new versions; hashed tables also remove and
+  // re-add ids, so slots are freed and reused under the readers' references.
+  for (uint32_t t = 0; t < 3; t++) {
+    threads.emplace_back([&, t] {
+      std::vector<unsigned char> row(d[t].dim * ElemBytes(d[t]));
+      for (uint32_t v = 1; !stop.load(); v++) {
+        if (d[t].id_kind == FL_IDS_HASHED) {
+          std::vector<uint64_t> rm;
+          for (size_t i = v % 3; i < ids.size(); i += 3) rm.push_back(ids[i]);
+          ASSERT_EQ(fl_store_remove(s.get(), t, rm.data(), rm.size()), FL_OK);
+        }
+        size_t n = d[t].id_kind == FL_IDS_DENSE ? 64 : ids.size();
+        for (size_t i = (v % 2) * (n / 2); i < n; i++) {  // re-adds in another order
+          VersionRow(d[t], ids[i], v, row.data());
+          ASSERT_EQ(fl_store_upsert(s.get(), t, &ids[i], 1, row.data()), FL_OK);
+        }
+      }
+    });
+  }
+  // Readers: take references now and then, gather through them (most of them
+  // stale by then) and check each row is one version of the id asked for.
+  for (int r = 0; r < 2; r++) {
+    threads.emplace_back([&, r] {
+      std::vector<std::vector<unsigned char>> out(3);
+      std::vector<std::vector<uint64_t>> refs(3);
+      std::vector<fl_ref_query> q(3);
+      for (uint32_t t = 0; t < 3; t++) {
+        size_t n = d[t].id_kind == FL_IDS_DENSE ? 64 : ids.size();
+        out[t].resize(n * d[t].dim * ElemBytes(d[t]));
+        refs[t].resize(n);
+        q[t] = {t, ids.data(), refs[t].data(), n, out[t].data()};
+      }
+      for (uint64_t round = 0; !stop.load(); round++) {
+        if (round % (4 + r) == 0) {
+          for (uint32_t t = 0; t < 3; t++)
+            ASSERT_EQ(fl_store_refs(s.get(), t, ids.data(), q[t].n, refs[t].data()), FL_OK);
+        }
+        ASSERT_EQ(fl_store_gather_refs(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr), FL_OK);
+        for (uint32_t t = 0; t < 3; t++) {
+          size_t rb = d[t].dim * ElemBytes(d[t]);
+          for (size_t i = 0; i < q[t].n; i++) {
+            const unsigned char *row = out[t].data() + i * rb;
+            float first = Elem(d[t], row, 0);
+            bool zero = Elem(d[t], row, 1) == 0;
+            for (uint32_t j = 1; j < d[t].dim && !zero; j++)
+              if (Elem(d[t], row, j) != first + 1000) { torn++; break; }
+            if (!zero && (uint64_t)first % 10 != ids[i] % 10) torn++;
+            checked++;
+          }
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(torn.load(), 0u);
+  EXPECT_GT(checked.load(), 1000u);
+}
+
 // ---------------------------------------------------------------- change log
 
 struct Changes {
