@@ -224,8 +224,13 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   fl_part *p = &c->parts[ti->part];
   if (fl_maint_erase(c, p, keys, m, locs) == FL_OK) {
     uint64_t k = 0;
-    for (uint64_t i = 0; i < m; i++)
-      if (locs[i] != FL_LOC_NONE && !(locs[i] & FL_LOC_DRAM_BIT)) locs[k++] = locs[i];
+    for (uint64_t i = 0; i < m; i++) {
+      if (locs[i] == FL_LOC_NONE) continue;
+      if (locs[i] & FL_LOC_DRAM_BIT)
+        p->dram_entries--; /* the row may be gone: nothing to reclaim */
+      else
+        locs[k++] = locs[i];
+    }
     if (k) {
       p->entries -= k;
       atomic_fetch_add(&c->invalidations, k);
@@ -334,7 +339,10 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
   uint64_t *locs = malloc((part->slots ? part->slots : 1) * sizeof *locs), n = 0;
   if (!locs) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory clearing part %u", p);
   /* Evicting every age bucket with an unlimited quota takes all entries. */
-  fl_status st = fl_maint_evict(c, part, (uint32_t)c->batch, 0, ~0ull, locs, &n);
+  fl_status st = fl_maint_evict(c, part, FL_ENTRY_DRAM, (uint32_t)c->batch, 0, ~0ull, locs, &n);
+  if (st == FL_OK) part->dram_entries = 0;
+  if (st == FL_OK)
+    st = fl_maint_evict(c, part, FL_ENTRY_CACHED, (uint32_t)c->batch, 0, ~0ull, locs, &n);
   if (st == FL_OK && n) {
     part->entries -= n < part->entries ? n : part->entries;
     if (fl_reclaim_retire(&c->reclaim, locs, n, p) != 0)
@@ -358,8 +366,13 @@ fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
   pthread_mutex_lock(&c->lock);
   c->cfg.unified_entries = n;
+  /* Lowering the limit drops the coldest pointers now; raising it lets misses
+   * leave pointers (and makes the vectors' share of the pool smaller at the
+   * next admission). */
+  fl_status st = FL_OK;
+  for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = fl_cache_trim_unified(c, p);
   pthread_mutex_unlock(&c->lock);
-  return FL_OK;
+  return st;
 }
 
 fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_table_stats *per_table,
@@ -395,7 +408,8 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
     out->pool_bytes_used += c->parts[p].pool.used_bytes;
     out->pool_bytes += c->parts[p].pool.bytes;
     out->index_bytes += c->parts[p].index_bytes;
-    out->index_entries += c->parts[p].entries;
+    out->index_entries += c->parts[p].entries + c->parts[p].dram_entries;
+    out->unified_entries += c->parts[p].dram_entries;
     out->index_slots += c->parts[p].slots;
   }
   pthread_mutex_unlock(&m->lock);

@@ -26,7 +26,8 @@ typedef struct fl_part {
   void *pool_mem;        /* the slab region */
   uint64_t index_bytes, pool_bytes;
   uint64_t slots;        /* index capacity */
-  uint64_t entries;      /* live entries (host-side count) */
+  uint64_t entries;      /* live cached vectors (host-side count) */
+  uint64_t dram_entries; /* live unified-index pointers into the store */
 } fl_part;
 
 /* Per-table facts the query path needs, fixed at create time. */
@@ -84,13 +85,13 @@ void fl_cache_mem_free(fl_cache *c, void *p);
 /* --- index maintenance, under c->lock; backend-specific (cache/maint_*.c) --- */
 /* Resets a part's index to all-empty. */
 fl_status fl_maint_index_reset(fl_cache *c, fl_part *p);
-/* Counts cached entries per age bucket. */
-fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
+/* Counts entries of `kind` per age bucket. */
+fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now,
                                  uint64_t hist[FL_AGE_BUCKETS]);
-/* Tombstones cached entries older than bucket `b`, and up to `quota` entries of
- * bucket b; writes their slab addresses to locs (capacity p->slots). */
-fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint64_t quota,
-                         uint64_t *locs, uint64_t *n_locs);
+/* Tombstones entries of `kind` older than bucket `b`, and up to `quota`
+ * entries of bucket b; writes their locations to locs (capacity p->slots). */
+fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now, uint32_t b,
+                         uint64_t quota, uint64_t *locs, uint64_t *n_locs);
 /* Erases keys (host array); writes the removed slab addresses (0 = none). */
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs);
@@ -101,6 +102,10 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
+/* Part p's share of cfg.unified_entries. */
+uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part);
+/* Drops the coldest unified entries of part p above its share. */
+fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part);
 
 #ifdef __cplusplus
 }

@@ -20,20 +20,11 @@ void fl_cache_collect(fl_cache *c) {
     for (uint32_t p = 0; p < c->n_parts; p++) fl_pool_compact(&c->parts[p].pool);
 }
 
-fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
+/* Removes the `want` coldest entries of `kind` from part `part`: slabs of
+ * cached vectors go to reclamation; DRAM pointers need none (the store owns
+ * their rows). */
+static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t want) {
   fl_part *p = &c->parts[part];
-  fl_cache_collect(c);
-  double high = c->cfg.high_watermark * (double)p->pool.bytes;
-  if (p->entries == 0 || (!starved && (double)p->pool.used_bytes <= high)) return FL_OK;
-  /* Entries to evict: bring use to the low watermark, counting the average
-   * slot of this part; a starved class (no slot, no free page) below the
-   * watermark still frees the same share of the pool so whole pages empty. */
-  double low = c->cfg.low_watermark * (double)p->pool.bytes;
-  double avg = (double)p->pool.used_bytes / (double)(p->entries ? p->entries : 1);
-  double excess = (double)p->pool.used_bytes - low;
-  double floor = (1.0 - c->cfg.low_watermark) * (double)p->pool.used_bytes;
-  if (excess < floor) excess = floor;
-  uint64_t want = (uint64_t)(excess / avg) + 1;
   uint64_t *hist = calloc(FL_AGE_BUCKETS, sizeof *hist);
   uint64_t *locs = malloc(p->slots * sizeof *locs);
   if (!hist || !locs) {
@@ -42,7 +33,7 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for an eviction scan");
   }
   uint32_t now = (uint32_t)c->batch;
-  fl_status st = fl_maint_age_histogram(c, p, now, hist);
+  fl_status st = fl_maint_age_histogram(c, p, kind, now, hist);
   if (st == FL_OK) {
     /* Oldest buckets first: all of buckets above b, `quota` of bucket b. */
     uint64_t taken = 0;
@@ -52,8 +43,10 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
       taken += hist[b];
     }
     uint64_t quota = want > taken ? want - taken : 0, n = 0;
-    st = fl_maint_evict(c, p, now, b, quota, locs, &n);
-    if (st == FL_OK && n) {
+    st = fl_maint_evict(c, p, kind, now, b, quota, locs, &n);
+    if (st == FL_OK && n && kind == FL_ENTRY_DRAM) {
+      p->dram_entries -= n < p->dram_entries ? n : p->dram_entries;
+    } else if (st == FL_OK && n) {
       p->entries -= n < p->entries ? n : p->entries;
       atomic_fetch_add(&c->evictions, n);
       if (fl_reclaim_retire(&c->reclaim, locs, n, part) != 0)
@@ -64,4 +57,48 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
   free(hist);
   free(locs);
   return st;
+}
+
+uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
+  uint64_t total = 0;
+  for (uint32_t p = 0; p < c->n_parts; p++) total += c->parts[p].slots;
+  /* Per-table layout: each part's share in proportion to its index. */
+  return (uint64_t)((double)c->cfg.unified_entries * (double)c->parts[part].slots / (double)total);
+}
+
+/* Pool bytes set aside for the part's unified entries: each DRAM pointer
+ * occupies index slots that would otherwise serve cached vectors, so the
+ * vectors' share of the budget shrinks by the index bytes it takes. */
+static double unified_reserve(const fl_cache *c, uint32_t part) {
+  double r = (double)fl_cache_unified_limit(c, part) *
+             FL_INDEX_SLOT_BYTES(c->cfg.key_bits) / c->cfg.max_load;
+  double cap = (double)c->parts[part].pool.bytes;
+  return r < cap ? r : cap;
+}
+
+fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part) {
+  fl_part *p = &c->parts[part];
+  uint64_t limit = fl_cache_unified_limit(c, part);
+  if (p->dram_entries <= limit) return FL_OK;
+  return evict_coldest(c, part, FL_ENTRY_DRAM, p->dram_entries - limit);
+}
+
+fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
+  fl_part *p = &c->parts[part];
+  fl_cache_collect(c);
+  fl_status st = fl_cache_trim_unified(c, part);
+  if (st != FL_OK) return st;
+  /* The vectors' capacity: the pool less what unified entries take. */
+  double cap = (double)p->pool.bytes - unified_reserve(c, part);
+  double high = c->cfg.high_watermark * cap;
+  if (p->entries == 0 || (!starved && (double)p->pool.used_bytes <= high)) return FL_OK;
+  /* Entries to evict: bring use to the low watermark, counting the average
+   * slot of this part; a starved class (no slot, no free page) below the
+   * watermark still frees the same share of the pool so whole pages empty. */
+  double low = c->cfg.low_watermark * cap;
+  double avg = (double)p->pool.used_bytes / (double)(p->entries ? p->entries : 1);
+  double excess = (double)p->pool.used_bytes - low;
+  double floor = (1.0 - c->cfg.low_watermark) * (double)p->pool.used_bytes;
+  if (excess < floor) excess = floor;
+  return evict_coldest(c, part, FL_ENTRY_CACHED, (uint64_t)(excess / avg) + 1);
 }

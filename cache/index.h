@@ -54,10 +54,17 @@ typedef struct fl_index_view {
 #define FL_INDEX_SLOT_BYTES(key_bits) ((key_bits) == 32 ? 20u : 24u)
 
 typedef enum fl_insert_result {
-  FL_INSERT_DONE = 0,    /* published */
-  FL_INSERT_PRESENT = 1, /* the key already has a vector; nothing changed */
-  FL_INSERT_FULL = 2     /* no free slot within FL_PROBE_LIMIT */
+  FL_INSERT_DONE = 0,     /* published */
+  FL_INSERT_PRESENT = 1,  /* the key already has a location; nothing changed */
+  FL_INSERT_FULL = 2,     /* no free slot within FL_PROBE_LIMIT */
+  FL_INSERT_PROMOTED = 3  /* a DRAM pointer was replaced by the cached vector */
 } fl_insert_result;
+
+/* Which entries an eviction scan looks at. */
+typedef enum fl_entry_kind {
+  FL_ENTRY_CACHED = 0, /* locations of slab vectors */
+  FL_ENTRY_DRAM = 1    /* unified-index pointers into the store */
+} fl_entry_kind;
 
 FL_HD uint64_t fl_index_key(const fl_index_view *v, uint64_t i) {
   if (v->key_bits == 32) return *(const volatile uint32_t *)((const uint32_t *)v->kv + 2 * i);
@@ -131,7 +138,9 @@ FL_HD void fl_index_release(const fl_index_view *v, uint64_t i, uint32_t ver) {
 }
 
 /* Publishes key -> loc (loc != 0). The caller owns the key (serialized
- * mutations, see the invariants). */
+ * mutations, see the invariants). A slab location replaces a DRAM pointer
+ * the key already has (the key became hot: promotion); anything else already
+ * there stays. */
 FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uint64_t loc,
                                        uint32_t now) {
   const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
@@ -143,12 +152,14 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
       uint64_t k = fl_index_key(v, i);
       uint32_t ver = fl_ld32(fl_index_ver(v, i));
       if (k == key) {
-        if (fl_ld64(&v->locs[i]) != FL_LOC_NONE) return FL_INSERT_PRESENT;
+        uint64_t have = fl_ld64(&v->locs[i]);
+        if (have != FL_LOC_NONE && !((have & FL_LOC_DRAM_BIT) && !(loc & FL_LOC_DRAM_BIT)))
+          return FL_INSERT_PRESENT;
         if (ver & 1u) {
           retry = 1; /* a writer holds the slot for a moment: look again */
           break;
         }
-        reuse = i, reuse_ver = ver; /* our own tombstone: reuse it, never a second slot */
+        reuse = i, reuse_ver = ver; /* our own tombstone or DRAM pointer: never a second slot */
         break;
       }
       int free_slot = (k == empty) || fl_ld64(&v->locs[i]) == FL_LOC_NONE;
@@ -163,8 +174,11 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
     if (retry) continue;
     if (reuse == ~0ull) return FL_INSERT_FULL;
     if (!fl_index_claim(v, reuse, reuse_ver)) continue;
-    /* Re-check under the claim: a tombstone must still be one. */
-    if (fl_ld64(&v->locs[reuse]) != FL_LOC_NONE) {
+    /* Re-check under the claim: a tombstone must still be one, or, for our
+     * own key, a DRAM pointer being promoted. */
+    uint64_t was = fl_ld64(&v->locs[reuse]);
+    int promote = was != FL_LOC_NONE && (was & FL_LOC_DRAM_BIT) && fl_index_key(v, reuse) == key;
+    if (was != FL_LOC_NONE && !promote) {
       fl_index_release(v, reuse, reuse_ver);
       continue;
     }
@@ -173,7 +187,7 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
     FL_FENCE();
     fl_st64(&v->locs[reuse], loc);
     fl_index_release(v, reuse, reuse_ver);
-    return FL_INSERT_DONE;
+    return promote ? FL_INSERT_PROMOTED : FL_INSERT_DONE;
   }
 }
 
@@ -221,11 +235,12 @@ FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
   return age < FL_AGE_BUCKETS - 1u ? age : FL_AGE_BUCKETS - 1u;
 }
 
-/* 1 when slot i holds a cached vector (not a tombstone, not a DRAM pointer):
- * the entries eviction may take. */
-FL_HD int fl_index_is_cached(const fl_index_view *v, uint64_t i) {
+/* 1 when slot i holds a live entry of the given kind: the entries an
+ * eviction scan of that kind may take. */
+FL_HD int fl_index_is_kind(const fl_index_view *v, uint64_t i, fl_entry_kind kind) {
   uint64_t l = fl_ld64(&v->locs[i]);
-  return l != FL_LOC_NONE && !(l & FL_LOC_DRAM_BIT);
+  if (l == FL_LOC_NONE) return 0;
+  return kind == FL_ENTRY_DRAM ? (int)(l & FL_LOC_DRAM_BIT) : !(l & FL_LOC_DRAM_BIT);
 }
 
 #endif

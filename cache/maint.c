@@ -23,6 +23,7 @@ static cudaStream_t maint_stream(fl_cache *c) { return (cudaStream_t)c->cuda->ma
 
 fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
   p->entries = 0;
+  p->dram_entries = 0;
   if (c->backend == FL_BACKEND_CUDA) {
     FL_LAUNCH_TRY(c, fl_launch_index_reset(p->index, c->cuda->maint));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
@@ -32,13 +33,13 @@ fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
   return FL_OK;
 }
 
-fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
+fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now,
                                  uint64_t hist[FL_AGE_BUCKETS]) {
   if (c->backend == FL_BACKEND_CUDA) {
     void *dev, *host;
     fl_status st = fl_cuda_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
     if (st != FL_OK) return st;
-    FL_LAUNCH_TRY(c, fl_launch_age_histogram(p->index, now, dev, c->cuda->maint));
+    FL_LAUNCH_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, dev, FL_AGE_BUCKETS * 8, cudaMemcpyDeviceToHost,
                                    maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
@@ -47,12 +48,12 @@ fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, uint32_t now,
   }
   memset(hist, 0, FL_AGE_BUCKETS * sizeof *hist);
   for (uint64_t i = 0; i < p->index.slots; i++)
-    if (fl_index_is_cached(&p->index, i)) hist[fl_index_age_bucket(now, *fl_index_ts(&p->index, i))]++;
+    if (fl_index_is_kind(&p->index, i, kind)) hist[fl_index_age_bucket(now, *fl_index_ts(&p->index, i))]++;
   return FL_OK;
 }
 
-fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint64_t quota,
-                         uint64_t *locs, uint64_t *n_locs) {
+fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now, uint32_t b,
+                         uint64_t quota, uint64_t *locs, uint64_t *n_locs) {
   *n_locs = 0;
   if (c->backend == FL_BACKEND_CUDA) {
     void *dev, *host;
@@ -61,7 +62,7 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint
     if (st != FL_OK) return st;
     unsigned long long *counters = dev;
     uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
-    FL_LAUNCH_TRY(c, fl_launch_evict(p->index, now, b, quota, dlocs, counters, c->cuda->maint));
+    FL_LAUNCH_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     uint64_t n = ((unsigned long long *)host)[0];
@@ -71,7 +72,7 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, uint32_t now, uint32_t b, uint
   }
   uint64_t in_b = 0;
   for (uint64_t i = 0; i < p->index.slots; i++) {
-    if (!fl_index_is_cached(&p->index, i)) continue;
+    if (!fl_index_is_kind(&p->index, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&p->index, i));
     if (bucket < b || (bucket == b && in_b++ >= quota)) continue;
     uint64_t l = fl_index_erase_slot(&p->index, i);

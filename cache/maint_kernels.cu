@@ -21,23 +21,24 @@ __global__ void reset_kernel(fl_index_view v) {
     fl_index_clear_slot(&v, i);
 }
 
-__global__ void histogram_kernel(fl_index_view v, uint32_t now, unsigned long long *hist) {
+__global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now,
+                                 unsigned long long *hist) {
   __shared__ unsigned int local[FL_AGE_BUCKETS];
   for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x) local[b] = 0;
   __syncthreads();
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x)
-    if (fl_index_is_cached(&v, i)) atomicAdd(&local[fl_index_age_bucket(now, *fl_index_ts(&v, i))], 1u);
+    if (fl_index_is_kind(&v, i, kind)) atomicAdd(&local[fl_index_age_bucket(now, *fl_index_ts(&v, i))], 1u);
   __syncthreads();
   for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x)
     if (local[b]) atomicAdd(&hist[b], (unsigned long long)local[b]);
 }
 
-__global__ void evict_kernel(fl_index_view v, uint32_t now, uint32_t b, uint64_t quota,
+__global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b, uint64_t quota,
                              uint64_t *locs, unsigned long long *counters) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
-    if (!fl_index_is_cached(&v, i)) continue;
+    if (!fl_index_is_kind(&v, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
     if (bucket < b) continue;
     if (bucket == b && atomicAdd(&counters[1], 1ull) >= quota) continue;
@@ -85,20 +86,21 @@ extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
   return (int)cudaGetLastError();
 }
 
-extern "C" int fl_launch_age_histogram(fl_index_view v, uint32_t now, unsigned long long *hist,
-                                       void *stream) {
+extern "C" int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
+                                       unsigned long long *hist, void *stream) {
   cudaError_t e = cudaMemsetAsync(hist, 0, FL_AGE_BUCKETS * sizeof *hist, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
-  histogram_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, now, hist);
+  histogram_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, kind, now, hist);
   return (int)cudaGetLastError();
 }
 
-extern "C" int fl_launch_evict(fl_index_view v, uint32_t now, uint32_t b, uint64_t quota,
-                               uint64_t *locs, unsigned long long *counters, void *stream) {
+extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
+                               uint64_t quota, uint64_t *locs, unsigned long long *counters,
+                               void *stream) {
   cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
-  evict_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, now, b, quota, locs,
-                                                                         counters);
+  evict_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, kind, now, b, quota,
+                                                                         locs, counters);
   return (int)cudaGetLastError();
 }
 

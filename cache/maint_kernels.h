@@ -10,12 +10,14 @@ extern "C" {
 #endif
 
 int fl_launch_index_reset(fl_index_view v, void *stream);
-/* hist: FL_AGE_BUCKETS device counters, zeroed by the launcher. */
-int fl_launch_age_histogram(fl_index_view v, uint32_t now, unsigned long long *hist, void *stream);
+/* hist: FL_AGE_BUCKETS device counters of entries of `kind`, zeroed by the
+ * launcher. */
+int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
+                            unsigned long long *hist, void *stream);
 /* counters[0] = entries written to locs, counters[1] = quota used in bucket b;
  * zeroed by the launcher. */
-int fl_launch_evict(fl_index_view v, uint32_t now, uint32_t b, uint64_t quota, uint64_t *locs,
-                    unsigned long long *counters, void *stream);
+int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
+                    uint64_t quota, uint64_t *locs, unsigned long long *counters, void *stream);
 int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                     void *stream);
 /* Copies n rows (row_bytes each, a multiple of 4; src_off even) from src + src_off[i] to

@@ -24,7 +24,7 @@ static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 /* Byte layout of one part batch's scratch, identical on device and host. */
 typedef struct layout {
   uint64_t args, scan_index, scan_copy, offsets, codes, ids, header_end; /* uploaded together */
-  uint64_t locs, miss_pos, miss_ids, counters, out, staging, src_off, pos, total;
+  uint64_t locs, miss_pos, miss_ids, miss_locs, counters, out, staging, src_off, pos, total;
   uint64_t host_total; /* pinned: header + miss list + staging + src_off + pos */
 } layout;
 
@@ -40,6 +40,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->locs = o, o = align256(o + n * 8);
   l->miss_pos = o, o = align256(o + n * 4);
   l->miss_ids = o, o = align256(o + n * 8);
+  l->miss_locs = o, o = align256(o + n * 8);
   l->counters = o, o = align256(o + 16);
   l->staging = o, o = align256(o + n * ((b->max_row + 15) & ~15ull) + 16 * na);
   l->src_off = o, o = align256(o + n * 8);
@@ -159,8 +160,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (prof[0]) TRY(cudaEventRecord(prof[0], stream));
   TRY(fl_launch_index(c->parts[b->part].index, (const fl_code *)(D + l.codes), A,
                       (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args], b->now,
-                      locs, (uint32_t *)(D + l.miss_pos), (uint64_t *)(D + l.miss_ids), counters,
-                      stream));
+                      locs, (uint32_t *)(D + l.miss_pos), (uint64_t *)(D + l.miss_ids),
+                      (uint64_t *)(D + l.miss_locs), counters, stream));
   /* The miss list comes down on the side stream while hits are copied. */
   TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
   if (prof[1]) TRY(cudaEventRecord(prof[1], stream));
@@ -188,10 +189,12 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
                         (cudaStream_t)x->side));
     TRY(cudaMemcpyAsync(H + l.miss_ids, D + l.miss_ids, n_miss * 8, cudaMemcpyDeviceToHost,
                         (cudaStream_t)x->side));
+    TRY(cudaMemcpyAsync(H + l.miss_locs, D + l.miss_locs, n_miss * 8, cudaMemcpyDeviceToHost,
+                        (cudaStream_t)x->side));
     TRY(cudaStreamSynchronize((cudaStream_t)x->side));
   }
-  if ((st = fl_misses_group(b, (uint32_t *)(H + l.miss_pos), (uint64_t *)(H + l.miss_ids), n_miss,
-                            &m)) != FL_OK)
+  if ((st = fl_misses_group(b, (uint32_t *)(H + l.miss_pos), (uint64_t *)(H + l.miss_ids),
+                            (uint64_t *)(H + l.miss_locs), n_miss, &m)) != FL_OK)
     goto done;
   fl_query_count(b, &m);
   if (n_miss) {
@@ -245,16 +248,12 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
           if (!e) e = (int)cudaStreamSynchronize(ms);
           if (e) {
             st = fl_fail(c, FL_ERR_CUDA, "admission failed: %s", cudaGetErrorString((cudaError_t)e));
-            /* Unknown which rows were published: erase them all again. */
-            uint64_t *gone = malloc(n * 8);
-            if (gone) fl_maint_erase(c, &c->parts[b->part], plan.keys, n, gone);
-            free(gone);
-            for (uint64_t k = 0; k < n; k++) fl_pool_free(&c->parts[b->part].pool, plan.slots[k]);
+            fl_admit_plan_undo(b, &plan);
           } else {
             fl_admit_plan_finish(b, &plan, h + n * 28);
           }
         } else {
-          for (uint64_t k = 0; k < n; k++) fl_pool_free(&c->parts[b->part].pool, plan.slots[k]);
+          fl_admit_plan_abandon(b, &plan);
         }
       }
       pthread_mutex_unlock(&c->lock);

@@ -13,6 +13,7 @@ typedef struct probe_ctx {
   uint64_t *locs;             /* per position: slab address or 0 */
   uint32_t *miss_pos;
   uint64_t *miss_ids;
+  uint64_t *miss_locs;        /* unified-index pointer of each miss, or 0 */
   uint64_t n_miss;            /* atomic append cursor */
   uint64_t bad_pos;           /* smallest position of an out-of-range id */
 } probe_ctx;
@@ -31,13 +32,13 @@ static void probe_range(void *arg, size_t begin, size_t end) {
       }
     } else {
       int64_t slot = fl_index_find(v, key, &loc);
-      if (slot >= 0 && !(loc & FL_LOC_DRAM_BIT)) {
-        fl_index_touch(v, slot, b->now);
-      } else {
-        loc = FL_LOC_NONE;
+      if (slot >= 0) fl_index_touch(v, slot, b->now);
+      if (slot < 0 || (loc & FL_LOC_DRAM_BIT)) {
         uint64_t m = __atomic_fetch_add(&x->n_miss, 1, __ATOMIC_RELAXED);
         x->miss_pos[m] = (uint32_t)pos;
         x->miss_ids[m] = id;
+        x->miss_locs[m] = slot >= 0 ? loc : 0;
+        loc = FL_LOC_NONE;
       }
     }
     x->locs[pos] = loc;
@@ -60,7 +61,7 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   fl_cache *c = b->c;
   fl_misses m;
   uint64_t t0 = fl_now_ns();
-  fl_status st = fl_misses_group(b, x->miss_pos, x->miss_ids, x->n_miss, &m);
+  fl_status st = fl_misses_group(b, x->miss_pos, x->miss_ids, x->miss_locs, x->n_miss, &m);
   if (st != FL_OK) return st;
   uint8_t *staging = malloc(m.staging_bytes ? m.staging_bytes : 16);
   uint64_t *gen = malloc(c->n_tables * sizeof *gen);
@@ -88,17 +89,15 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
     } else {
       const fl_index_view *v = &c->parts[b->part].index;
       for (uint64_t k = 0; k < plan.n; k++) {
-        memcpy((void *)plan.slots[k], staging + plan.src_off[k], plan.row_bytes[k]);
+        if (plan.row_bytes[k]) /* 0: a unified-index pointer, nothing to copy */
+          memcpy((void *)plan.slots[k], staging + plan.src_off[k], plan.row_bytes[k]);
         result[k] = (uint8_t)fl_index_insert(v, plan.keys[k], plan.slots[k], b->now);
       }
       fl_admit_plan_finish(b, &plan, result);
       free(result);
     }
   }
-  if (st != FL_OK && plan.n) {
-    /* Unpublished slots go straight back. */
-    for (uint64_t k = 0; k < plan.n; k++) fl_pool_free(&c->parts[b->part].pool, plan.slots[k]);
-  }
+  if (st != FL_OK) fl_admit_plan_abandon(b, &plan); /* nothing was published */
   fl_admit_plan_free(&plan);
   pthread_mutex_unlock(&c->lock);
   atomic_fetch_add(&c->ns_admission, fl_now_ns() - t1);
@@ -116,8 +115,9 @@ fl_status fl_query_part_host(fl_part_batch *b) {
   x.locs = malloc(b->n_keys * sizeof *x.locs);
   x.miss_pos = malloc(b->n_keys * sizeof *x.miss_pos);
   x.miss_ids = malloc(b->n_keys * sizeof *x.miss_ids);
+  x.miss_locs = malloc(b->n_keys * sizeof *x.miss_locs);
   fl_status st = FL_OK;
-  if (!x.offsets || !x.locs || !x.miss_pos || !x.miss_ids) {
+  if (!x.offsets || !x.locs || !x.miss_pos || !x.miss_ids || !x.miss_locs) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu keys",
                  (unsigned long long)b->n_keys);
     goto out;
@@ -150,5 +150,6 @@ out:
   free(x.locs);
   free(x.miss_pos);
   free(x.miss_ids);
+  free(x.miss_locs);
   return st;
 }

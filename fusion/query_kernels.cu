@@ -21,14 +21,14 @@ __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint3
 __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                             const uint64_t *scan_g, uint32_t n_args, uint64_t threads,
                             uint32_t now, uint64_t *locs, uint32_t *miss_pos, uint64_t *miss_ids,
-                            unsigned long long *counters) {
+                            uint64_t *miss_locs, unsigned long long *counters) {
   extern __shared__ uint64_t scan_s[];
   const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
   for (uint64_t base = blockIdx.x * (uint64_t)blockDim.x; base < threads;
        base += (uint64_t)gridDim.x * blockDim.x) {
     uint64_t tid = base + threadIdx.x;
     bool miss = false;
-    uint64_t pos = 0, id = 0;
+    uint64_t pos = 0, id = 0, dram = 0;
     if (tid < threads) {
       uint32_t q = fl_batch_find(scan, n_args + 1, tid);
       const fl_batch_arg a = args[q];
@@ -42,9 +42,11 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
           atomicMin(&counters[1], (unsigned long long)pos);
         } else {
           int64_t slot = fl_index_find(&v, key, &loc);
-          if (slot >= 0 && !(loc & FL_LOC_DRAM_BIT)) {
-            fl_index_touch(&v, slot, now);
-          } else {
+          if (slot >= 0) fl_index_touch(&v, slot, now);
+          if (slot < 0 || (loc & FL_LOC_DRAM_BIT)) {
+            /* A unified-index pointer goes to the host with the misses, but
+             * with its row address: the store lookup is skipped. */
+            dram = slot >= 0 ? loc : 0;
             loc = FL_LOC_NONE;
             miss = true;
           }
@@ -64,6 +66,7 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
         unsigned long long slot = first + __popc(mask & ((1u << lane) - 1u));
         miss_pos[slot] = (uint32_t)pos;
         miss_ids[slot] = id;
+        miss_locs[slot] = dram;
       }
     }
   }
@@ -127,14 +130,15 @@ unsigned grid_for(uint64_t threads) {
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
                                uint32_t now, uint64_t *locs, uint32_t *miss_pos,
-                               uint64_t *miss_ids, unsigned long long *counters, void *stream) {
+                               uint64_t *miss_ids, uint64_t *miss_locs, unsigned long long *counters,
+                               void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   cudaError_t e = cudaMemsetAsync(counters, 0, sizeof *counters, s);
   if (e == cudaSuccess) e = cudaMemsetAsync(counters + 1, 0xff, sizeof *counters, s);
   if (e != cudaSuccess) return (int)e;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
   fused_index<<<grid_for(threads), kThreads, smem, s>>>(v, codes, args, scan, n_args, threads,
-                                                         now, locs, miss_pos, miss_ids, counters);
+                                                         now, locs, miss_pos, miss_ids, miss_locs, counters);
   return (int)cudaGetLastError();
 }
 

@@ -14,13 +14,14 @@ extern "C" {
 #define FL_LAUNCH_MAX_QUERIES 1024u
 
 /* The self-identified fused index kernel: encodes every key of every query
- * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = miss),
- * appends misses to miss_pos/miss_ids (counters[0] = count) and keeps in
+ * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
+ * cached vector), appends misses and unified-index hits to miss_pos/miss_ids/
+ * miss_locs (the DRAM pointer, 0 for a miss; counters[0] = count) and keeps in
  * counters[1] the smallest position of an out-of-range id (initialised to ~0
  * by the launcher). scan: n_args + 1 thread offsets (1 thread per key). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint32_t now,
-                    uint64_t *locs, uint32_t *miss_pos, uint64_t *miss_ids,
+                    uint64_t *locs, uint32_t *miss_pos, uint64_t *miss_ids, uint64_t *miss_locs,
                     unsigned long long *counters, void *stream);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,

@@ -329,6 +329,68 @@ TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
   for (float v : out) ASSERT_EQ(v, 200.0f);
 }
 
+// Unified index: misses that do not enter the cache leave pointers into the
+// store; later lookups of those keys skip the store's lookup (dram_hits) and
+// still return the store's vectors; lowering the limit drops them.
+TEST_P(CacheTest, UnifiedIndexPointsIntoTheStore) {
+  fl_config cfg = Config(8 << 20);
+  cfg.admit_probability = 0.0;  // nothing is cached: every second lookup is a pointer
+  cfg.unified_entries = 1 << 20;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(21);
+  auto ids = Ids(rng, 400);
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.unified_entries, 0u);
+  EXPECT_EQ(s.admissions, 0u);
+  fl_cache_stats_reset(c.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  s = Stats(c.get());
+  // Every id the store holds is now a pointer hit; the hashed table's absent
+  // ids get no pointer and stay misses.
+  EXPECT_GT(s.dram_hits, s.lookups / 2);
+  EXPECT_EQ(s.hits, 0u);
+  EXPECT_EQ(s.dram_hits + s.misses, s.lookups);
+  // Updates go through the pointer: the new vector is served.
+  std::vector<float> rows(64, -3.25f);
+  uint64_t id = ids[2][0];
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, &id, 1, rows.data()), store_.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  // A removed hashed id loses its pointer and reads as missing (zeros).
+  uint64_t gone = ids[3][0];
+  FL_ASSERT_OK_STORE(fl_store_remove(store_.get(), 3, &gone, 1), store_.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  FL_ASSERT_OK_CACHE(fl_cache_set_unified_entries(c.get(), 10), c.get());
+  EXPECT_LE(Stats(c.get()).unified_entries, 10u);
+  FL_ASSERT_OK_CACHE(fl_cache_set_unified_entries(c.get(), 0), c.get());
+  EXPECT_EQ(Stats(c.get()).unified_entries, 0u);
+  fl_cache_stats_reset(c.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  EXPECT_EQ(Stats(c.get()).dram_hits, 0u);
+}
+
+// Pointers and cached vectors together under eviction, with promotion of
+// pointers whose coin comes up: the oracle holds throughout.
+TEST_P(CacheTest, UnifiedIndexWithEvictionsAndPromotion) {
+  fl_config cfg = Config(512 << 10);
+  cfg.admit_probability = 0.3;
+  cfg.unified_entries = 3000;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(22);
+  for (int batch = 0; batch < 30; batch++) {
+    QueryAndCheck(c.get(), Ids(rng, 700), nullptr, false);
+    if (HasFatalFailure()) return;
+  }
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.dram_hits, 0u);
+  EXPECT_GT(s.hits, 0u);
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_LE(s.unified_entries, 3000u);
+  EXPECT_EQ(s.hits + s.dram_hits + s.misses, s.lookups);
+}
+
 TEST_P(CacheTest, BudgetIsRespected) {
   for (uint64_t budget : {64ull << 10, 1ull << 20, 10ull << 20}) {
     fl::Cache c = MakeCache(Config(budget));
