@@ -221,6 +221,21 @@ TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
   EXPECT_GE(Stats(c.get()).invalidations, 2u);
 }
 
+// A whole-table rewrite (a synthetic refill) reaches the cache through the
+// change log: nothing cached before it is served after it.
+TEST_P(CacheTest, RefillDropsCachedVectors) {
+  fl_config cfg = Config(8 << 20);
+  cfg.admit_probability = 1.0;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(5);
+  auto ids = Ids(rng, 300);
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  FL_ASSERT_OK_STORE(fl_store_fill_synthetic(store_.get(), 2, 1234), store_.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+}
+
 TEST_P(CacheTest, BadInputChangesNothing) {
   fl::Cache c = MakeCache(Config(8 << 20));
   ASSERT_NE(c, nullptr);
