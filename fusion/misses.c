@@ -195,9 +195,12 @@ fl_status fl_admit_plan_make(const fl_part_batch *b, const fl_misses *m, const u
     if (fl_code_encode(&ti->code, c->cfg.key_bits, m->ids[r], &key) != 0) continue;
     /* The store changed this table since the fetch: the row may be stale. */
     if (c->generation[a->table] != gen[a->table]) continue;
+    /* The coin first: with no unified index, a key it rejects needs no dedup. */
+    int admit = fl_admit(c->cfg.seed, b->now, key, c->admit_threshold);
+    if (!admit && (limit == 0 || m->refs[r])) continue;
     if (!seen_insert(set, cap, key)) continue;
-    if (!fl_admit(c->cfg.seed, b->now, key, c->admit_threshold)) {
-      if (!m->refs[r]) cand[n_cand] = r, cand_key[n_cand++] = key;
+    if (!admit) {
+      cand[n_cand] = r, cand_key[n_cand++] = key;
       continue;
     }
     uint64_t slot = fl_pool_alloc(&p->pool, ti->cls);

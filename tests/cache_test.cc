@@ -189,6 +189,27 @@ TEST_P(CacheTest, EvictionChurnAcrossManyPages) {
   EXPECT_LE(s.pool_bytes_used, s.pool_bytes);
 }
 
+// Every batch size from one key to a million, one table left empty, with
+// duplicates, misses and evictions: the oracle holds at each size.
+TEST_P(CacheTest, BatchSizesFromOneKeyToAMillion) {
+  fl::Cache c = MakeCache(Config(4 << 20));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(31);
+  for (size_t total : {size_t{1}, size_t{2}, size_t{33}, size_t{1000}, size_t{65537}, size_t{1} << 20}) {
+    // Spread `total` keys over tables 0, 2 and 3; table 1 stays empty.
+    static const size_t kUsed[3] = {0, 2, 3};
+    auto ids = Ids(rng, 0);
+    for (size_t i = 0; i < total; i++) {
+      size_t t = kUsed[i % 3];
+      double u = std::uniform_real_distribution<double>(0, 1)(rng);
+      uint64_t k = (uint64_t)(u * u * tables_[t].corpus_size) % tables_[t].corpus_size;
+      ids[t].push_back(t == 3 ? HashedId(k) : k);
+    }
+    QueryAndCheck(c.get(), ids, nullptr, GetParam().backend == FL_BACKEND_CUDA && total > 2);
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   fl_config cfg = Config(64 << 20);
   cfg.admit_probability = 1.0;
