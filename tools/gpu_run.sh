@@ -15,13 +15,17 @@ for t in cache_test encoding_test store_test; do
   "$here/$t" --gtest_output="xml:$out/$t.xml" >"$out/$t.log" 2>&1 || rc=1
   tail -n 3 "$out/$t.log"
 done
+# memcheck over every CUDA cache test; racecheck is ~50x slower, so by default
+# over the 64-bit flat layout's tests only (FL_RACECHECK_FILTER widens it).
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
-    echo "== compute-sanitizer --tool $tool (CUDA tests)"
+    filter='*Cuda*'
+    [ "$tool" = racecheck ] && filter="${FL_RACECHECK_FILTER:-*CudaFlat64*}"
+    echo "== compute-sanitizer --tool $tool ($filter)"
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$here/cache_test" \
-      --gtest_filter='*Cuda*' --gtest_output="xml:$out/sanitizer_$tool.xml" \
+      --gtest_filter="$filter" --gtest_output="xml:$out/sanitizer_$tool.xml" \
       >"$out/sanitizer_$tool.log" 2>&1 || rc=1
-    grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -n 3
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -n 3
   done
 fi
 if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
@@ -31,9 +35,12 @@ if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
   echo "== replay --compare"
   "$here/replay" --compare --json "$out/compare.json" >"$out/compare.log" 2>&1 || rc=1
   tail -n 25 "$out/compare.log"
+  echo "== bench_query"
+  "$here/bench_query" --json "$out/bench_query.json" >"$out/bench_query.log" 2>&1 || rc=1
+  tail -n 12 "$out/bench_query.log"
   echo "== bench_store"
   "$here/bench_store" --json "$out/bench_store.json" >"$out/bench_store.log" 2>&1 || rc=1
-  tail -n 15 "$out/bench_store.log"
+  tail -n 8 "$out/bench_store.log"
 fi
 python3 - "$out" <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
