@@ -16,11 +16,12 @@ for t in cache_test encoding_test store_test; do
   tail -n 3 "$out/$t.log"
 done
 # memcheck over every CUDA cache test; racecheck is ~50x slower, so by default
-# over the 64-bit flat layout's tests only (FL_RACECHECK_FILTER widens it).
+# over the 64-bit flat layout's tests but the two longest (FL_RACECHECK_FILTER
+# widens it).
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     filter='*Cuda*'
-    [ "$tool" = racecheck ] && filter="${FL_RACECHECK_FILTER:-*CudaFlat64*}"
+    [ "$tool" = racecheck ] && filter="${FL_RACECHECK_FILTER:-*CudaFlat64*:-*BatchSizes*:*Churn*}"
     echo "== compute-sanitizer --tool $tool ($filter)"
     compute-sanitizer --tool "$tool" --error-exitcode 3 "$here/cache_test" \
       --gtest_filter="$filter" --gtest_output="xml:$out/sanitizer_$tool.xml" \
