@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "dram_store/store_internal.h"
 #include "fusion/query.h"
+#include "fusion/query_kernels.h"
 
 static fl_status validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
   if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
@@ -29,9 +30,10 @@ static fl_status validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
   return FL_OK;
 }
 
-/* Builds part `part`'s batch from the queries of its tables. */
-static fl_status make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint32_t n,
-                            fl_batch_arg *args, uint32_t *query_of, fl_part_batch *b) {
+/* Builds part `part`'s batch from the queries of its tables; q[i] is the
+ * caller's query first + i. */
+static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint32_t first,
+                       uint32_t n, fl_batch_arg *args, uint32_t *query_of, fl_part_batch *b) {
   memset(b, 0, sizeof *b);
   b->c = c;
   b->part = part;
@@ -48,12 +50,11 @@ static fl_status make_batch(fl_cache *c, uint32_t part, const fl_table_query *q,
     a->n = (uint32_t)q[i].n;
     a->table = q[i].table;
     a->vec_bytes = ti->vec_bytes;
-    query_of[b->n_args] = i;
+    query_of[b->n_args] = first + i;
     b->n_keys += q[i].n;
     if (ti->vec_bytes > b->max_row) b->max_row = ti->vec_bytes;
     b->n_args++;
   }
-  return FL_OK;
 }
 
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
@@ -70,14 +71,19 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
   }
   uint32_t now = (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
   /* Per-table layout: one part batch (its own launches) per table. The flat
-   * layout has one part, so one batch covers every table. */
-  for (uint32_t part = 0; part < c->n_parts && st == FL_OK; part++) {
-    fl_part_batch b;
-    make_batch(c, part, queries, n_queries, args, query_of, &b);
-    if (b.n_keys == 0) continue;
-    b.now = now;
-    b.stream = stream;
-    st = c->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
+   * layout has one part, so one batch covers every table, in launches of at
+   * most FL_LAUNCH_MAX_QUERIES queries (the kernels keep the scan in shared
+   * memory). */
+  for (uint32_t first = 0; first < n_queries && st == FL_OK; first += FL_LAUNCH_MAX_QUERIES) {
+    uint32_t n = n_queries - first < FL_LAUNCH_MAX_QUERIES ? n_queries - first : FL_LAUNCH_MAX_QUERIES;
+    for (uint32_t part = 0; part < c->n_parts && st == FL_OK; part++) {
+      fl_part_batch b;
+      make_batch(c, part, queries + first, first, n, args, query_of, &b);
+      if (b.n_keys == 0) continue;
+      b.now = now;
+      b.stream = stream;
+      st = c->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
+    }
   }
   free(args);
   free(query_of);

@@ -210,6 +210,35 @@ TEST_P(CacheTest, BatchSizesFromOneKeyToAMillion) {
   }
 }
 
+// More queries in one call than one launch takes (the kernels keep at most
+// 1024 queries' scan in shared memory): the call is split, answers unchanged.
+TEST_P(CacheTest, ManyQueriesInOneCall) {
+  fl::Cache c = MakeCache(Config(4 << 20));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(41);
+  const size_t nq = 2500;
+  std::vector<std::vector<uint64_t>> ids(nq);
+  std::vector<std::vector<float>> out(nq), want(nq);
+  std::vector<fl_table_query> q(nq), w(nq);
+  for (size_t i = 0; i < nq; i++) {
+    uint32_t t = (i % 2) ? 2 : 0;  // fp32 tables: dims 64 and 8
+    for (int k = 0; k < 3; k++) ids[i].push_back(rng() % tables_[t].corpus_size);
+    out[i].assign(3 * tables_[t].dim, -1.0f);
+    want[i].assign(3 * tables_[t].dim, -2.0f);
+    q[i] = {t, ids[i].data(), 3, out[i].data()};
+    w[i] = {t, ids[i].data(), 3, want[i].data()};
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    FL_ASSERT_OK_CACHE(fl_query(c.get(), q.data(), (uint32_t)nq, nullptr), c.get());
+    if (GetParam().backend == FL_BACKEND_CUDA) {
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nq, FL_MISSING_ZERO, nullptr),
+                       store_.get());
+    for (size_t i = 0; i < nq; i++) ASSERT_EQ(out[i], want[i]) << "query " << i;
+  }
+}
+
 TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   fl_config cfg = Config(64 << 20);
   cfg.admit_probability = 1.0;
