@@ -297,6 +297,25 @@ float Elem(const fl_table_desc &d, const unsigned char *row, uint32_t j) {
   return x;
 }
 
+// Rows of a gather under concurrent writers that are torn (elements of two
+// versions: element j must be element 0 + 1000) or belong to another id (a
+// non-zero row's element 0 encodes its id modulo 10). Counts rows in *checked.
+uint64_t BadRows(const fl_table_desc &d, const unsigned char *out, size_t n, const uint64_t *ids,
+                 std::atomic<uint64_t> *checked) {
+  size_t rb = d.dim * ElemBytes(d);
+  uint64_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char *row = out + i * rb;
+    float first = Elem(d, row, 0);
+    bool zero = Elem(d, row, 1) == 0;
+    for (uint32_t j = 1; j < d.dim && !zero; j++)
+      if (Elem(d, row, j) != first + 1000) { bad++; break; }
+    if (!zero && (uint64_t)first % 10 != ids[i] % 10) bad++;
+  }
+  *checked += n;
+  return bad;
+}
+
 TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
   std::vector<fl_table_desc> d = {Desc("dense32", 64, 4096, FL_FP32, FL_IDS_DENSE),
                                   Desc("hash16", 64, 1031, FL_FP16, FL_IDS_HASHED),
@@ -352,19 +371,7 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
       }
       while (!stop.load()) {
         ASSERT_EQ(fl_store_gather(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr), FL_OK);
-        for (uint32_t t = 0; t < 3; t++) {
-          size_t rb = d[t].dim * ElemBytes(d[t]);
-          for (size_t i = 0; i < q[t].n; i++) {
-            const unsigned char *row = out[t].data() + i * rb;
-            float first = Elem(d[t], row, 0);
-            bool zero = Elem(d[t], row, 1) == 0;
-            for (uint32_t j = 1; j < d[t].dim && !zero; j++)
-              if (Elem(d[t], row, j) != first + 1000) { torn++; break; }
-            // A non-zero row must belong to the id asked for.
-            if (!zero && (uint64_t)first % 10 != ids[i] % 10) torn++;
-            checked++;
-          }
-        }
+        for (uint32_t t = 0; t < 3; t++) torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(), &checked);
       }
     });
   }
@@ -590,18 +597,7 @@ TEST(StoreRefsTest, ConcurrentWritersNoTornRows) {
             ASSERT_EQ(fl_store_refs(s.get(), t, ids.data(), q[t].n, refs[t].data()), FL_OK);
         }
         ASSERT_EQ(fl_store_gather_refs(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr), FL_OK);
-        for (uint32_t t = 0; t < 3; t++) {
-          size_t rb = d[t].dim * ElemBytes(d[t]);
-          for (size_t i = 0; i < q[t].n; i++) {
-            const unsigned char *row = out[t].data() + i * rb;
-            float first = Elem(d[t], row, 0);
-            bool zero = Elem(d[t], row, 1) == 0;
-            for (uint32_t j = 1; j < d[t].dim && !zero; j++)
-              if (Elem(d[t], row, j) != first + 1000) { torn++; break; }
-            if (!zero && (uint64_t)first % 10 != ids[i] % 10) torn++;
-            checked++;
-          }
-        }
+        for (uint32_t t = 0; t < 3; t++) torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(), &checked);
       }
     });
   }
