@@ -115,54 +115,16 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const fl_misses *m, uint8_t *s
   return st;
 }
 
-/* Open-addressing set of keys seen in this batch (dedup before admission),
- * filled by several threads: a slot is claimed with a CAS. Returns 1 for the
- * first insert of a key. */
+/* Open-addressing set of keys seen in this batch (dedup before admission). */
 static int seen_insert(uint64_t *set, uint64_t cap, uint64_t key) {
   uint64_t i = fl_mix64(key) & (cap - 1);
   /* key + 1 so that 0 marks an empty entry (keys never reach ~0). */
   for (;; i = (i + 1) & (cap - 1)) {
-    uint64_t cur = __atomic_load_n(&set[i], __ATOMIC_RELAXED);
-    if (cur == key + 1) return 0;
-    if (cur == 0 && __atomic_compare_exchange_n(&set[i], &cur, key + 1, 0, __ATOMIC_RELAXED,
-                                                __ATOMIC_RELAXED))
+    if (set[i] == key + 1) return 0;
+    if (set[i] == 0) {
+      set[i] = key + 1;
       return 1;
-    if (cur == key + 1) return 0; /* another thread inserted it just now */
-  }
-}
-
-/* What the parallel pass decides for each fetched row. */
-enum { ROW_SKIP = 0, ROW_ADMIT = 1, ROW_POINTER = 2 };
-
-typedef struct decide_ctx {
-  const fl_part_batch *b;
-  const fl_misses *m;
-  const uint64_t *gen;
-  uint64_t limit;   /* the part's share of unified entries */
-  uint64_t *set;    /* dedup set, cap entries */
-  uint64_t cap;
-  uint64_t *keys;   /* out: each row's flat key */
-  uint8_t *what;    /* out: ROW_* */
-} decide_ctx;
-
-/* Per row, on the worker threads: the key, the coin and dedup. Which of a
- * key's duplicate rows wins does not matter: they hold the same row and draw
- * the same coin. */
-static void decide_range(void *arg, size_t begin, size_t end) {
-  decide_ctx *x = arg;
-  fl_cache *c = x->b->c;
-  for (size_t r = begin; r < end; r++) {
-    const fl_batch_arg *a = &x->b->args[x->m->arg[r]];
-    x->what[r] = ROW_SKIP;
-    if (fl_code_encode(&c->tables[a->table].code, c->cfg.key_bits, x->m->ids[r], &x->keys[r]))
-      continue;
-    /* The store changed this table since the fetch: the row may be stale. */
-    if (c->generation[a->table] != x->gen[a->table]) continue;
-    /* The coin first: with no unified index, a key it rejects needs no dedup. */
-    int admit = fl_admit(c->cfg.seed, x->b->now, x->keys[r], c->admit_threshold);
-    if (!admit && (x->limit == 0 || x->m->refs[r])) continue;
-    if (!seen_insert(x->set, x->cap, x->keys[r])) continue;
-    x->what[r] = admit ? ROW_ADMIT : ROW_POINTER;
+    }
   }
 }
 
@@ -211,47 +173,49 @@ fl_status fl_admit_plan_make(const fl_part_batch *b, const fl_misses *m, const u
   if (m->n == 0 || (c->admit_threshold == 0 && limit == 0)) return FL_OK;
   uint64_t cap = 16;
   while (cap < 2 * m->n) cap *= 2;
-  decide_ctx x = {b, m, gen, limit, calloc(cap, sizeof(uint64_t)), cap,
-                  malloc(m->n * sizeof(uint64_t)), malloc(m->n)};
+  uint64_t *set = calloc(cap, sizeof *set);
   uint64_t *cand = malloc(m->n * sizeof *cand), *cand_key = malloc(m->n * sizeof *cand_key);
   plan->keys = malloc(m->n * sizeof *plan->keys);
   plan->slots = malloc(m->n * sizeof *plan->slots);
   plan->src_off = malloc(m->n * sizeof *plan->src_off);
   plan->row_bytes = malloc(m->n * sizeof *plan->row_bytes);
   fl_status st = FL_OK;
-  if (!x.set || !x.keys || !x.what || !cand || !cand_key || !plan->keys || !plan->slots ||
-      !plan->src_off || !plan->row_bytes) {
+  if (!set || !cand || !cand_key || !plan->keys || !plan->slots || !plan->src_off ||
+      !plan->row_bytes) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory planning admissions");
     goto out;
   }
   st = fl_cache_make_room(c, b->part, 0);
-  if (st != FL_OK) goto out;
-  fl_workers_for(c->workers, m->n, 2048, decide_range, &x);
-  /* Slots in row order, on this thread: the pool is not thread-safe. */
   int starved = 0;
   uint64_t n_cand = 0;
-  for (uint64_t r = 0; r < m->n; r++) {
-    if (x.what[r] == ROW_ADMIT) {
-      const fl_batch_arg *a = &b->args[m->arg[r]];
-      uint64_t slot = fl_pool_alloc(&p->pool, c->tables[a->table].cls);
-      if (slot) {
-        plan_add(plan, x.keys[r], slot, m->src_off[r], a->vec_bytes);
-        continue;
-      }
-      starved = 1; /* class full: evict below, reclaimed for later batches */
-      if (m->refs[r] || limit == 0) continue;
-    } else if (x.what[r] != ROW_POINTER) {
+  for (uint64_t r = 0; r < m->n && st == FL_OK; r++) {
+    const fl_batch_arg *a = &b->args[m->arg[r]];
+    const fl_table_info *ti = &c->tables[a->table];
+    uint64_t key;
+    if (fl_code_encode(&ti->code, c->cfg.key_bits, m->ids[r], &key) != 0) continue;
+    /* The store changed this table since the fetch: the row may be stale. */
+    if (c->generation[a->table] != gen[a->table]) continue;
+    /* The coin first: with no unified index, a key it rejects needs no dedup. */
+    int admit = fl_admit(c->cfg.seed, b->now, key, c->admit_threshold);
+    if (!admit && (limit == 0 || m->refs[r])) continue;
+    if (!seen_insert(set, cap, key)) continue;
+    if (!admit) {
+      cand[n_cand] = r, cand_key[n_cand++] = key;
       continue;
     }
-    cand[n_cand] = r, cand_key[n_cand++] = x.keys[r];
+    uint64_t slot = fl_pool_alloc(&p->pool, ti->cls);
+    if (slot == 0) { /* class full: evict below, reclaimed for later batches */
+      starved = 1;
+      if (!m->refs[r]) cand[n_cand] = r, cand_key[n_cand++] = key;
+      continue;
+    }
+    plan_add(plan, key, slot, m->src_off[r], a->vec_bytes);
   }
   uint64_t room = limit > p->dram_entries ? limit - p->dram_entries : 0;
-  if (room && n_cand) st = plan_pointers(b, m, cand, cand_key, n_cand, room, plan);
+  if (st == FL_OK && room && n_cand) st = plan_pointers(b, m, cand, cand_key, n_cand, room, plan);
   if (st == FL_OK && starved) st = fl_cache_make_room(c, b->part, 1);
 out:
-  free(x.set);
-  free(x.keys);
-  free(x.what);
+  free(set);
   free(cand);
   free(cand_key);
   if (st != FL_OK) fl_admit_plan_abandon(b, plan);
