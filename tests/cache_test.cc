@@ -65,14 +65,14 @@ class CacheTest : public testing::TestWithParam<Param> {
     FL_ASSERT_OK_STORE(fl_store_upsert(s, 3, ids.data(), ids.size(), rows.data()), s);
   }
 
-  fl_config Config(uint64_t budget) {
+  fl_config Config(uint64_t budget, double admit = 0.7) {
     fl_config cfg;
     fl_config_default(&cfg);
     cfg.backend = GetParam().backend;
     cfg.layout = GetParam().layout;
     cfg.key_bits = GetParam().key_bits;
     cfg.budget_bytes = budget;
-    cfg.admit_probability = 0.7;
+    cfg.admit_probability = admit;
     cfg.host_threads = 2;
     return cfg;
   }
@@ -240,9 +240,7 @@ TEST_P(CacheTest, ManyQueriesInOneCall) {
 }
 
 TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
-  fl_config cfg = Config(64 << 20);
-  cfg.admit_probability = 1.0;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = MakeCache(Config(64 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(2);
   auto ids = Ids(rng, 500);
@@ -257,9 +255,7 @@ TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
 }
 
 TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
-  fl_config cfg = Config(8 << 20);
-  cfg.admit_probability = 1.0;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::vector<std::vector<uint64_t>> ids(tables_.size());
   ids[2] = {1, 2, 3, 1000, 19999};
@@ -274,9 +270,7 @@ TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
 // A whole-table rewrite (a synthetic refill) reaches the cache through the
 // change log: nothing cached before it is served after it.
 TEST_P(CacheTest, RefillDropsCachedVectors) {
-  fl_config cfg = Config(8 << 20);
-  cfg.admit_probability = 1.0;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(5);
   auto ids = Ids(rng, 300);
@@ -312,9 +306,7 @@ TEST_P(CacheTest, BadInputChangesNothing) {
 }
 
 TEST_P(CacheTest, ClearDropsEverything) {
-  fl_config cfg = Config(8 << 20);
-  cfg.admit_probability = 1.0;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(4);
   auto ids = Ids(rng, 300);
@@ -353,9 +345,7 @@ TEST_P(CacheTest, ConcurrentCallersWithEvictions) {
 // A writer keeps rewriting rows while readers query: every returned row must
 // be one whole version (all elements equal, of a version the writer wrote).
 TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
-  fl_config cfg = Config(4 << 20);
-  cfg.admit_probability = 1.0;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = MakeCache(Config(4 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::vector<uint64_t> ids(64);
   for (uint64_t i = 0; i < 64; i++) ids[i] = i * 7;
