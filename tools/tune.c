@@ -20,6 +20,8 @@ static void usage(FILE *f) {
         "  --step N            unified entries added per step [2% of the index slots]\n"
         "  --window B          batches per measurement [8]\n"
         "  --drop F            hold throughput drop fraction that re-searches [0.15]\n"
+        "  --patience N        slow windows in a row that re-search (one slow window is\n"
+        "                      often an eviction burst, not a workload change) [2]\n"
         "  --rounds N          passes over the trace [1]\n",
         f);
   fl_replay_print_options(f);
@@ -45,7 +47,8 @@ static int number(const char *opt, const char *v, uint64_t max, uint64_t *out) {
 /* Parses a tuning option at argv[*i]: 1 consumed, 0 not one, -1 bad value. */
 static int tune_option(fl_tune_opts *t, int argc, char **argv, int *i) {
   const char *a = argv[*i];
-  if (strcmp(a, "--step") && strcmp(a, "--window") && strcmp(a, "--drop") && strcmp(a, "--rounds"))
+  if (strcmp(a, "--step") && strcmp(a, "--window") && strcmp(a, "--drop") && strcmp(a, "--rounds") &&
+      strcmp(a, "--patience"))
     return 0;
   if (*i + 1 >= argc) {
     fprintf(stderr, "error: %s needs a value\n", a);
@@ -62,6 +65,11 @@ static int tune_option(fl_tune_opts *t, int argc, char **argv, int *i) {
   if (!strcmp(a, "--rounds")) {
     int r = number(a, v, UINT32_MAX, &x);
     t->rounds = (uint32_t)x;
+    return r;
+  }
+  if (!strcmp(a, "--patience")) {
+    int r = number(a, v, UINT32_MAX, &x);
+    t->patience = (uint32_t)x;
     return r;
   }
   char *end;

@@ -11,6 +11,7 @@ typedef struct fl_tune_opts {
   uint32_t window; /* batches per measurement */
   double drop;     /* hold throughput fraction lost that starts a new search */
   uint32_t rounds; /* passes over the trace */
+  uint32_t patience; /* slow hold windows in a row that start a new search */
 } fl_tune_opts;
 
 void fl_tune_opts_default(fl_tune_opts *t);

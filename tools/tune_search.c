@@ -7,9 +7,11 @@
  *   search   from 0, add `step` entries per window while throughput rises; at
  *            the first window that does not beat the best, go back to the best
  *            size and hold;
- *   hold     keep measuring; a window under (1 - drop) x the throughput
- *            measured when the size was chosen means the workload changed:
- *            clear the unified index and warm up, then search again from 0. */
+ *   hold     keep measuring; `patience` windows in a row under (1 - drop) x
+ *            the throughput measured when the size was chosen mean the
+ *            workload changed (a single slow window is usually an eviction
+ *            burst): clear the unified index and warm up, then search again
+ *            from 0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,7 @@ void fl_tune_opts_default(fl_tune_opts *t) {
   t->window = 8;
   t->drop = 0.15;
   t->rounds = 1;
+  t->patience = 2;
 }
 
 void fl_tune_result_free(fl_tune_result *r) {
@@ -39,6 +42,7 @@ typedef struct tuner {
   uint64_t size;          /* unified entries set now */
   uint64_t best_size;     /* of the current search */
   double best;            /* its throughput, < 0 before the first window */
+  uint32_t slow;          /* hold windows in a row under the drop threshold */
   size_t cap_steps, cap_searches;
   /* The current window. */
   uint32_t in_window;
@@ -125,10 +129,16 @@ static fl_status end_window(tuner *u, uint64_t lookups) {
 
   fl_tune_search *se = &r->searches[r->n_searches - 1];
   if (u->state == HOLD) {
-    if (tput >= (1 - u->t->drop) * se->throughput) return FL_OK;
-    fprintf(u->log, "re-search at batch %llu: %.3f M lookups/s is under %.0f%% of %.3f at the "
-            "hold point; clearing the unified index\n", (unsigned long long)r->batches,
-            tput / 1e6, 100 * (1 - u->t->drop), se->throughput / 1e6);
+    if (tput >= (1 - u->t->drop) * se->throughput) {
+      u->slow = 0;
+      return FL_OK;
+    }
+    if (++u->slow < u->t->patience) return FL_OK;
+    u->slow = 0;
+    fprintf(u->log, "re-search at batch %llu: %u window(s) in a row under %.0f%% of %.3f M "
+            "lookups/s at the hold point (last %.3f); clearing the unified index\n",
+            (unsigned long long)r->batches, u->t->patience, 100 * (1 - u->t->drop),
+            se->throughput / 1e6, tput / 1e6);
     s = set_size(u, 0);
     return s == FL_OK ? start_search(u) : s;
   }
