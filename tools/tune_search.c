@@ -8,10 +8,11 @@
  *            the first window that does not beat the best, go back to the best
  *            size and hold;
  *   hold     keep measuring; `patience` windows in a row under (1 - drop) x
- *            the throughput measured when the size was chosen mean the
- *            workload changed (a single slow window is usually an eviction
- *            burst): clear the unified index and warm up, then search again
- *            from 0. */
+ *            the best hold throughput so far (it starts at the throughput
+ *            that chose the size, and rises as the cache keeps warming) mean
+ *            the workload changed (a single slow window is usually an
+ *            eviction burst): clear the unified index and warm up, then
+ *            search again from 0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,7 @@ typedef struct tuner {
   uint64_t best_size;     /* of the current search */
   double best;            /* its throughput, < 0 before the first window */
   uint32_t slow;          /* hold windows in a row under the drop threshold */
+  double hold_ref;        /* best throughput since the size was chosen */
   size_t cap_steps, cap_searches;
   /* The current window. */
   uint32_t in_window;
@@ -91,6 +93,8 @@ static fl_status hold(tuner *u, const char *why) {
   fprintf(u->log, "chosen: %llu unified entries, %.3f M lookups/s (search %zu, %s)\n",
           (unsigned long long)se->chosen, se->throughput / 1e6, u->r->n_searches, why);
   u->state = HOLD;
+  u->hold_ref = se->throughput;
+  u->slow = 0;
   return u->size == u->best_size ? FL_OK : set_size(u, u->best_size);
 }
 
@@ -129,16 +133,16 @@ static fl_status end_window(tuner *u, uint64_t lookups) {
 
   fl_tune_search *se = &r->searches[r->n_searches - 1];
   if (u->state == HOLD) {
-    if (tput >= (1 - u->t->drop) * se->throughput) {
+    if (tput >= (1 - u->t->drop) * u->hold_ref) {
       u->slow = 0;
+      if (tput > u->hold_ref) u->hold_ref = tput;
       return FL_OK;
     }
     if (++u->slow < u->t->patience) return FL_OK;
-    u->slow = 0;
     fprintf(u->log, "re-search at batch %llu: %u window(s) in a row under %.0f%% of %.3f M "
-            "lookups/s at the hold point (last %.3f); clearing the unified index\n",
+            "lookups/s, the best while holding (last %.3f); clearing the unified index\n",
             (unsigned long long)r->batches, u->t->patience, 100 * (1 - u->t->drop),
-            se->throughput / 1e6, tput / 1e6);
+            u->hold_ref / 1e6, tput / 1e6);
     s = set_size(u, 0);
     return s == FL_OK ? start_search(u) : s;
   }
