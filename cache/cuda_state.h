@@ -1,10 +1,11 @@
 /* cuda_state.h: what the CUDA backend keeps beside the shared cache state: the
  * maintenance stream that serializes every index mutation, a pool of reusable
  * events, and scratch buffers (device and pinned host) for maintenance and
- * for queries. Every function here is a no-op or error-free on the host
- * backend where it makes sense (c->cuda == NULL). */
-#ifndef FL_FUSION_CUDA_STATE_H
-#define FL_FUSION_CUDA_STATE_H
+ * for queries. The reclamation hooks are safe on the host backend
+ * (c->cuda == NULL, no events); the rest is called on CUDA caches only. It
+ * also owns fl_cache_mem_alloc/free for both backends (cache.h). */
+#ifndef FL_CACHE_CUDA_STATE_H
+#define FL_CACHE_CUDA_STATE_H
 
 #include <stddef.h>
 

@@ -1,7 +1,8 @@
 /* misses.c: the host side of miss handling, shared by both engines: grouping
- * the misses by query, fetching them from the store, and planning which of
- * them enter the cache (dedup, the admission coin, generation checks against
- * concurrent store updates, eviction, slot allocation). */
+ * the misses and unified-index hits by query, fetching them from the store
+ * (pointers through their references), and planning what enters the index
+ * (dedup, the admission coin, generation checks against concurrent store
+ * updates, eviction, slot allocation, promotion, new pointers). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,12 +1,15 @@
 /* query_cuda.c: the CUDA engine for one part batch, on the caller's stream:
  *   1. one upload of the launch arguments (and of host ids);
  *   2. the fused index kernel (all tables, one launch);
- *   3. the miss count and list download on a side stream, while
+ *   3. the miss count and list download on a side stream (misses, and hits
+ *      of unified-index pointers with their row addresses), while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
- *   5. misses fetched from the store on the host into pinned staging, one
- *      upload, one scatter kernel into the outputs;
- *   6. admission: rows copied from the staging into slabs and published by
- *      one kernel on the maintenance stream (index writers never overlap).
+ *   5. those rows fetched from the store on the host into pinned staging
+ *      (pointers through their references, misses by id), one upload, one
+ *      scatter kernel into the outputs;
+ *   6. admission: rows copied from the staging into slabs, and new pointers,
+ *      published by one kernel on the maintenance stream (index writers never
+ *      overlap).
  * Outputs in unregistered host memory go through a device buffer and one
  * download at the end. */
 #include <cuda_runtime_api.h>
