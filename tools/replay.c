@@ -12,6 +12,7 @@ static void usage(FILE *f) {
         "       replay convert IN OUT.fltr [--format F] [--batch N]\n"
         "       replay gen OUT.fltr [--tables L] [--scale F] [--exponent S] [--seed N]\n"
         "                  [--batch N] [--batches N] [--switch-at B] [--switch-exponent S]\n"
+        "                  [--hashed]\n"
         "Replays lookups through the embedding cache and reports hit rates, latency\n"
         "and throughput. TRACE: Criteo TSV/CSV, a text trace ('table id' per line) or\n"
         "an .fltr trace (docs/TRACES.md). convert writes any trace as .fltr; gen writes\n"

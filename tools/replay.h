@@ -23,6 +23,7 @@ typedef struct fl_replay_opts {
   double exponent;          /* generator Zipf exponent */
   uint64_t switch_at;       /* generator: switch distribution at this batch (0 = never) */
   double switch_exponent;
+  int hashed;               /* generator: raw 64-bit ids in hashed tables */
   uint64_t seed;            /* generator ids and synthetic vectors */
   uint32_t dim;
   fl_dtype dtype;

@@ -66,6 +66,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--verify")) return o->verify = 1;
   if (!strcmp(a, "--quiet")) return o->quiet = 1;
   if (!strcmp(a, "--fp16")) return o->dtype = FL_FP16, 1;
+  if (!strcmp(a, "--hashed")) return o->hashed = 1;
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
@@ -139,6 +140,8 @@ void fl_replay_print_options(FILE *f) {
       "  --exponent S        generator Zipf exponent [1.05]\n"
       "  --switch-at B       generator: change distribution at batch B [never]\n"
       "  --switch-exponent S exponent after the switch [1.2]\n"
+      "  --hashed            generator: raw 64-bit ids in hashed tables (the store\n"
+      "                      then looks ids up by hashing, as for Criteo's hex ids)\n"
       "  --seed N            generator ids and synthetic vectors [1]\n"
       "Model (default: synthetic deterministic vectors):\n"
       "  --dim N             elements per vector [32]\n"

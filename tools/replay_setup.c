@@ -64,8 +64,10 @@ fl_status fl_replay_open_trace(const fl_replay_opts *o, int gpu, fl_trace **out)
     z.switch_batch = o->switch_at;
     z.switch_exponent = o->switch_exponent;
     z.threads = o->threads;
-    fprintf(stderr, "workload: %u Zipf(%.3g) tables%s, %llu batches of %u samples, seed %llu\n",
-            z.n_tables, z.exponent, strcmp(o->tables, "criteo") ? "" : " (Criteo Kaggle sizes)",
+    z.hashed = o->hashed;
+    fprintf(stderr, "workload: %u %sZipf(%.3g) tables%s, %llu batches of %u samples, seed %llu\n",
+            z.n_tables, z.hashed ? "hashed-id " : "", z.exponent,
+            strcmp(o->tables, "criteo") ? "" : " (Criteo Kaggle sizes)",
             (unsigned long long)z.n_batches, z.batch_samples, (unsigned long long)z.seed);
     if (scale != 1) fprintf(stderr, "workload: cardinalities divided by %g\n", scale);
     if (z.switch_batch)

@@ -35,8 +35,10 @@ static void gen_tables(void *ctx, size_t begin, size_t end) {
     const fl_zipf *z = &g->zipf[j->phase][t];
     const fl_perm *p = &g->perm[j->phase][t];
     uint64_t *ids = j->b->ids[t];
-    for (uint32_t i = 0; i < g->spec.batch_samples; i++)
+    for (uint32_t i = 0; i < g->spec.batch_samples; i++) {
       ids[i] = fl_perm_apply(p, fl_zipf_sample(z, &rng));
+      if (g->spec.hashed) ids[i] = fl_mix64(ids[i] ^ t); /* raw ids, distinct per table */
+    }
     j->b->n[t] = g->spec.batch_samples;
   }
 }
@@ -95,7 +97,7 @@ fl_status fl_trace_open_zipf(const fl_zipf_spec *spec, fl_trace **out) {
   for (uint32_t i = 0; i < n; i++) {
     fl_trace_table *tb = &g->base.tables[i];
     tb->cardinality = spec->cardinality[i];
-    tb->id_kind = FL_IDS_DENSE;
+    tb->id_kind = spec->hashed ? FL_IDS_HASHED : FL_IDS_DENSE;
     for (int ph = 0; ph < 2; ph++) {
       fl_zipf_init(&g->zipf[ph][i], tb->cardinality, ph ? spec->switch_exponent : spec->exponent);
       /* The switch re-keys the bijection: the new hot ids are other ids. */

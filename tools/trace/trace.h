@@ -96,6 +96,7 @@ typedef struct fl_zipf_spec {
   uint64_t switch_batch;       /* 0 = no switch */
   double switch_exponent;
   uint32_t threads;            /* generator threads, 0 = all cores */
+  int hashed;                  /* 1: raw 64-bit ids (fl_mix64 of the dense id), hashed tables */
 } fl_zipf_spec;
 fl_status fl_trace_open_zipf(const fl_zipf_spec *spec, fl_trace **out);
 
