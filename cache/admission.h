@@ -1,7 +1,8 @@
 /* admission.h: the probabilistic admission coin, shared by both backends. A
  * missed vector enters the cache with probability p; the coin is a pure
  * function of (seed, batch, key), so runs are reproducible and every backend
- * admits the same keys. */
+ * admits the same keys. When the pool has fewer free slots than coin winners,
+ * the rows most frequent in the batch go first. */
 #ifndef FL_CACHE_ADMISSION_H
 #define FL_CACHE_ADMISSION_H
 
@@ -17,6 +18,34 @@ static inline uint64_t fl_admit_threshold(double p) {
 FL_HD int fl_admit(uint64_t seed, uint64_t batch, uint64_t key, uint64_t threshold) {
   if (threshold == ~0ull) return 1;
   return fl_hash2(seed ^ fl_mix64(batch), key) < threshold;
+}
+
+/* Priority of a coin winner when the pool cannot take them all: rows seen
+ * more often in the batch first (floor of log2 of the count: bucket 0 for
+ * one-off ids, up to FL_ADMIT_BUCKETS - 1), whatever their table. Within a
+ * bucket, order is arbitrary. */
+#define FL_ADMIT_BUCKETS 16u
+FL_HD uint32_t fl_admit_bucket(uint32_t count) {
+  uint32_t b = 0;
+  while (count > 1 && b < FL_ADMIT_BUCKETS - 1) count >>= 1, b++;
+  return b;
+}
+
+/* What admission does with one unique missed row. */
+typedef enum fl_admit_choice {
+  FL_ADMIT_NONE = 0,    /* answered from the store only */
+  FL_ADMIT_CACHE = 1,   /* the coin came up: copy it into a slab (promotes a pointer) */
+  FL_ADMIT_POINTER = 2  /* a store miss that stays out of the cache leaves a pointer */
+} fl_admit_choice;
+
+/* pointer_row: the row was a unified-index pointer hit; ref: the store row
+ * of a store miss (0 when unknown or absent); room: 1 while the unified
+ * index takes pointers. */
+FL_HD fl_admit_choice fl_admit_choose(uint64_t seed, uint64_t batch, uint64_t key,
+                                      uint64_t threshold, int pointer_row, uint64_t ref,
+                                      int room) {
+  if (fl_admit(seed, batch, key, threshold)) return FL_ADMIT_CACHE;
+  return !pointer_row && ref && room ? FL_ADMIT_POINTER : FL_ADMIT_NONE;
 }
 
 #endif

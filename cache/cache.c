@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cache/admission.h"
+#include "cache/admit_round.h"
 #include "common/error.h"
 #include "dram_store/store_internal.h"
 #include "encoding/encoder.h"
@@ -188,6 +189,7 @@ static fl_status alloc_parts(fl_cache *c) {
     p->index.kv = m + p->slots * 8;
     p->index.ts = c->cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
     st = fl_maint_index_reset(c, p);
+    if (st == FL_OK && c->backend == FL_BACKEND_CUDA) st = fl_round_create(c, part);
     if (st != FL_OK) break;
   }
   free(sizes);
@@ -206,6 +208,9 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   uint64_t *keys = ids ? malloc((n ? n : 1) * 2 * sizeof *keys) : NULL;
   pthread_mutex_lock(&c->lock);
   c->generation[table]++;
+  /* Counts first: the erase below may remove entries a round just admitted.
+   * (A failed round is reported to its query; the erase goes on.) */
+  fl_cache_settle(c, 1);
   if (!ids) {
     /* The whole table changed (a synthetic fill, a load): drop its part. */
     if (clear_part(c, ti->part) != FL_OK) fl_maint_index_reset(c, &c->parts[ti->part]);
@@ -313,6 +318,7 @@ void fl_cache_destroy(fl_cache *c) {
   if (c->subscription >= 0) fl_store_unsubscribe(c->store, c->subscription);
   if (c->cuda) fl_cuda_state_sync(c);
   for (uint32_t p = 0; c->parts && p < c->n_parts; p++) {
+    fl_round_destroy(c, p);
     fl_pool_destroy(&c->parts[p].pool);
     fl_cache_mem_free(c, c->parts[p].index_mem);
     fl_cache_mem_free(c, c->parts[p].pool_mem);
@@ -355,7 +361,7 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
 fl_status fl_cache_clear(fl_cache *c) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_clear: cache is NULL");
   pthread_mutex_lock(&c->lock);
-  fl_status st = FL_OK;
+  fl_status st = fl_cache_settle(c, 1);
   for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = clear_part(c, p);
   fl_cache_collect(c);
   pthread_mutex_unlock(&c->lock);
@@ -369,7 +375,7 @@ fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   /* Lowering the limit drops the coldest pointers now; raising it lets misses
    * leave pointers (and makes the vectors' share of the pool smaller at the
    * next admission). */
-  fl_status st = FL_OK;
+  fl_status st = fl_cache_settle(c, 1);
   for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = fl_cache_trim_unified(c, p);
   pthread_mutex_unlock(&c->lock);
   return st;
@@ -394,7 +400,6 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
     if (per_table && t < n_tables) per_table[t] = s;
   }
   out->queries = atomic_load(&m->queries);
-  out->admissions = atomic_load(&m->admissions);
   out->evictions = atomic_load(&m->evictions);
   out->invalidations = atomic_load(&m->invalidations);
   out->ns_index = (double)atomic_load(&m->ns_index);
@@ -404,16 +409,27 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   pthread_mutex_lock(&m->lock);
+  /* Admission rounds that are over count; none is waited for. */
+  fl_cache_settle(m, 0);
   for (uint32_t p = 0; p < c->n_parts; p++) {
-    out->pool_bytes_used += c->parts[p].pool.used_bytes;
+    out->pool_bytes_used += c->parts[p].pool.used_bytes - c->parts[p].reserved_bytes;
     out->pool_bytes += c->parts[p].pool.bytes;
     out->index_bytes += c->parts[p].index_bytes;
     out->index_entries += c->parts[p].entries + c->parts[p].dram_entries;
     out->unified_entries += c->parts[p].dram_entries;
     out->index_slots += c->parts[p].slots;
   }
+  out->admissions = atomic_load(&m->admissions);
   pthread_mutex_unlock(&m->lock);
   return FL_OK;
+}
+
+fl_status fl_cache_sync(fl_cache *c) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_sync: cache is NULL");
+  pthread_mutex_lock(&c->lock);
+  fl_status st = fl_cache_settle(c, 1);
+  pthread_mutex_unlock(&c->lock);
+  return st;
 }
 
 void fl_cache_stats_reset(fl_cache *c) {

@@ -26,8 +26,11 @@ typedef struct fl_part {
   void *pool_mem;        /* the slab region */
   uint64_t index_bytes, pool_bytes;
   uint64_t slots;        /* index capacity */
-  uint64_t entries;      /* live cached vectors (host-side count) */
+  uint64_t entries;      /* live cached vectors (host-side count; CUDA: as of the
+                            last settled admission round) */
   uint64_t dram_entries; /* live unified-index pointers into the store */
+  uint64_t reserved_bytes; /* pool bytes of free slots on the CUDA reservoirs */
+  struct fl_admit_round *round; /* CUDA admission rounds (admit_round.h), NULL on host */
 } fl_part;
 
 /* Per-table facts the query path needs, fixed at create time. */
@@ -102,6 +105,9 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
+/* Applies finished CUDA admission rounds to the counts; wait = 1 waits for
+ * the rounds in flight. A no-op on the host backend. */
+fl_status fl_cache_settle(fl_cache *c, int wait);
 /* Part p's share of cfg.unified_entries. */
 uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part);
 /* Drops the coldest unified entries of part p above its share. */

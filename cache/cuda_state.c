@@ -57,8 +57,10 @@ void fl_cuda_state_sync(fl_cache *c) {
   fl_cuda_state *s = c->cuda;
   if (!s) return;
   if (s->maint) cudaStreamSynchronize((cudaStream_t)s->maint);
-  for (size_t i = 0; i < s->n_scratch; i++)
+  for (size_t i = 0; i < s->n_scratch; i++) {
     if (s->scratch[i].busy_until) cudaEventSynchronize((cudaEvent_t)s->scratch[i].busy_until);
+    if (s->scratch[i].admit_done) cudaEventSynchronize((cudaEvent_t)s->scratch[i].admit_done);
+  }
 }
 
 void fl_cuda_state_destroy(fl_cache *c) {
@@ -72,6 +74,7 @@ void fl_cuda_state_destroy(fl_cache *c) {
     if (x->side) cudaStreamDestroy((cudaStream_t)x->side);
     if (x->ready) cudaEventDestroy((cudaEvent_t)x->ready);
     if (x->busy_until) cudaEventDestroy((cudaEvent_t)x->busy_until);
+    if (x->admit_done) cudaEventDestroy((cudaEvent_t)x->admit_done);
   }
   /* Events still held by in-flight tickets are done (synced above). */
   for (uint32_t i = 0; i < c->reclaim.n_inflight; i++)
@@ -166,6 +169,7 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     fl_scratch *y = &s->scratch[i];
     if (y->in_use) continue;
     if (y->busy_until && !fl_cuda_event_done(c, y->busy_until)) continue;
+    if (y->admit_done && !fl_cuda_event_done(c, y->admit_done)) continue;
     x = y;
   }
   if (!x) {
@@ -184,10 +188,11 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     }
     x = &s->scratch[s->n_scratch++];
     cudaStream_t side;
-    cudaEvent_t ready, busy;
+    cudaEvent_t ready, busy, admitted;
     if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&ready, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess) {
+        cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&admitted, cudaEventDisableTiming) != cudaSuccess) {
       s->n_scratch--;
       pthread_mutex_unlock(&c->lock);
       return fl_fail(c, FL_ERR_CUDA, "creating a stream or event for query scratch failed");
@@ -195,7 +200,9 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     x->side = side;
     x->ready = ready;
     x->busy_until = busy;
-    cudaEventRecord(busy, side); /* fires at once: the set starts free */
+    x->admit_done = admitted;
+    cudaEventRecord(busy, side); /* fire at once: the set starts free */
+    cudaEventRecord(admitted, side);
   }
   x->in_use = 1;
   pthread_mutex_unlock(&c->lock);

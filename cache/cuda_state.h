@@ -26,7 +26,9 @@ typedef struct fl_scratch {
   size_t host_bytes;
   void *side;         /* cudaStream_t for miss-list downloads beside the caller's stream */
   void *ready;        /* cudaEvent_t: after the index kernel (caller's stream) */
-  void *busy_until;   /* cudaEvent_t of the last use, NULL when free */
+  void *busy_until;   /* cudaEvent_t: the last use on the caller's stream ends */
+  void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
+                         (maintenance stream) */
   int in_use;         /* taken by a running fl_query */
 } fl_scratch;
 
@@ -56,8 +58,8 @@ fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t hos
 /* A free query scratch set with at least these sizes (takes the lock). */
 fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   fl_scratch **out);
-/* Gives it back; it becomes reusable once its busy_until event, recorded by
- * the caller after the set's last use, fires (takes the lock). */
+/* Gives it back; it becomes reusable once its busy_until and admit_done
+ * events, recorded after the set's last uses, fire (takes the lock). */
 void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
  * return to the pool through batch-based reclamation (reclaim.h). */
 #include <stdlib.h>
 
+#include "cache/admit_round.h"
 #include "cache/cache.h"
 #include "common/error.h"
 #include "cache/cuda_state.h"
@@ -12,6 +13,12 @@
 static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
   fl_cache *c = ctx;
   fl_pool_free(&c->parts[part].pool, loc);
+}
+
+fl_status fl_cache_settle(fl_cache *c, int wait) {
+  fl_status st = FL_OK;
+  for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = fl_round_settle(c, p, wait);
+  return st;
 }
 
 void fl_cache_collect(fl_cache *c) {
@@ -91,14 +98,17 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
   /* The vectors' capacity: the pool less what unified entries take. */
   double cap = (double)p->pool.bytes - unified_reserve(c, part);
   double high = c->cfg.high_watermark * cap;
-  if (p->entries == 0 || (!starved && (double)p->pool.used_bytes <= high)) return FL_OK;
+  /* Use: vectors live or awaiting reclamation; free slots on the CUDA
+   * reservoirs are not. */
+  double used = (double)(p->pool.used_bytes - p->reserved_bytes);
+  if (p->entries == 0 || (!starved && used <= high)) return FL_OK;
   /* Entries to evict: bring use to the low watermark, counting the average
    * slot of this part; a starved class (no slot, no free page) below the
    * watermark still frees the same share of the pool so whole pages empty. */
   double low = c->cfg.low_watermark * cap;
-  double avg = (double)p->pool.used_bytes / (double)(p->entries ? p->entries : 1);
-  double excess = (double)p->pool.used_bytes - low;
-  double floor = (1.0 - c->cfg.low_watermark) * (double)p->pool.used_bytes;
+  double avg = used / (double)(p->entries ? p->entries : 1);
+  double excess = used - low;
+  double floor = (1.0 - c->cfg.low_watermark) * used;
   if (excess < floor) excess = floor;
   return evict_coldest(c, part, FL_ENTRY_CACHED, (uint64_t)(excess / avg) + 1);
 }

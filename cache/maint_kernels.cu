@@ -1,6 +1,7 @@
 // maint_kernels.cu: CUDA kernels for index maintenance (reset, age histogram,
-// eviction, erase, admission). All run on the cache's maintenance stream, one
-// at a time, so index writers never race on a key (see index.h).
+// eviction, erase; admission rounds are in fusion/admit_kernels.cu). All run
+// on the cache's maintenance stream, one at a time, so index writers never
+// race on a key (see index.h).
 #include "cache/maint_kernels.h"
 
 #include <cuda_runtime.h>
@@ -53,32 +54,6 @@ __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, 
     locs[i] = fl_index_erase(&v, keys[i]);
 }
 
-// One warp per row: the warp copies the row into its slot (4-byte words, or
-// 2-byte ones for fp16 rows of odd dimension, which pack at 2-byte offsets in
-// the staging), then lane 0 publishes the key. The fence orders the row
-// before the pointer.
-__global__ void admit_kernel(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
-                             const uint8_t *src, const uint64_t *src_off,
-                             const uint32_t *row_bytes, uint64_t n, uint32_t now,
-                             uint8_t *result) {
-  const unsigned lane = threadIdx.x & 31u;
-  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
-  for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
-    if ((src_off[r] & 3u) == 0) {
-      const uint32_t *s = (const uint32_t *)(src + src_off[r]);
-      uint32_t *d = (uint32_t *)slots[r];
-      for (uint32_t w = lane; w < row_bytes[r] / 4; w += 32) d[w] = s[w];
-    } else {
-      const uint16_t *s = (const uint16_t *)(src + src_off[r]);
-      uint16_t *d = (uint16_t *)slots[r];
-      for (uint32_t w = lane; w < row_bytes[r] / 2; w += 32) d[w] = s[w];
-    }
-    __threadfence();
-    __syncwarp();
-    if (lane == 0) result[r] = (uint8_t)fl_index_insert(&v, keys[r], slots[r], now);
-  }
-}
-
 }  // namespace
 
 extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
@@ -108,15 +83,5 @@ extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n
                                void *stream) {
   if (n == 0) return 0;
   erase_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(v, keys, n, locs);
-  return (int)cudaGetLastError();
-}
-
-extern "C" int fl_launch_admit(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
-                               const uint8_t *src, const uint64_t *src_off,
-                               const uint32_t *row_bytes, uint64_t n, uint32_t now,
-                               uint8_t *result, void *stream) {
-  if (n == 0) return 0;
-  admit_kernel<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(
-      v, keys, slots, src, src_off, row_bytes, n, now, result);
   return (int)cudaGetLastError();
 }

@@ -20,11 +20,6 @@ int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t 
                     uint64_t quota, uint64_t *locs, unsigned long long *counters, void *stream);
 int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                     void *stream);
-/* Copies n rows (row_bytes each, a multiple of 4; src_off even) from src + src_off[i] to
- * slot[i], then publishes key[i] -> slot[i]; result[i] = fl_insert_result. */
-int fl_launch_admit(fl_index_view v, const uint64_t *keys, const uint64_t *slots,
-                    const uint8_t *src, const uint64_t *src_off, const uint32_t *row_bytes,
-                    uint64_t n, uint32_t now, uint8_t *result, void *stream);
 
 #ifdef __cplusplus
 }

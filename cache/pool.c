@@ -84,6 +84,26 @@ uint64_t fl_pool_alloc(fl_pool *p, uint32_t cls) {
   return addr;
 }
 
+uint64_t fl_pool_alloc_n(fl_pool *p, uint32_t cls, uint64_t n, uint64_t *out) {
+  fl_slab_class *c = &p->classes[cls];
+  uint64_t got = 0;
+  while (got < n) {
+    if (c->n_free == 0 && !grow_class(p, cls)) break;
+    uint64_t k = n - got < c->n_free ? n - got : c->n_free;
+    /* The top k of the stack, in pop order. */
+    for (uint64_t i = 0; i < k; i++) {
+      uint64_t addr = c->free[c->n_free - 1 - i];
+      out[got + i] = addr;
+      p->page_live[(addr - p->base) / p->page_bytes]++;
+    }
+    c->n_free -= k;
+    got += k;
+  }
+  c->used += got;
+  p->used_bytes += got * c->slot_bytes;
+  return got;
+}
+
 void fl_pool_free(fl_pool *p, uint64_t addr) {
   uint64_t page = (addr - p->base) / p->page_bytes;
   fl_slab_class *c = &p->classes[p->page_class[page]];

@@ -46,6 +46,9 @@ int fl_pool_init(fl_pool *p, uint64_t base, uint64_t bytes, const uint32_t *slot
 void fl_pool_destroy(fl_pool *p);
 /* A free slot of class cls, or 0 when the class is full and no page is left. */
 uint64_t fl_pool_alloc(fl_pool *p, uint32_t cls);
+/* Up to n free slots of class cls into out (fewer when the pool is full);
+ * returns how many. The same as n calls of fl_pool_alloc. */
+uint64_t fl_pool_alloc_n(fl_pool *p, uint32_t cls, uint64_t n, uint64_t *out);
 /* Returns a slot handed out by fl_pool_alloc. */
 void fl_pool_free(fl_pool *p, uint64_t addr);
 /* Returns pages whose slots are all free to the common budget, so memory

@@ -22,6 +22,12 @@ FL_HD uint32_t fl_cas32(uint32_t *p, uint32_t expect, uint32_t desired) {
   __threadfence();
   return old;
 }
+/* Plain (relaxed) read-modify-writes for counters and claims that need no
+ * ordering of other memory: each returns the previous value. */
+FL_HD uint64_t fl_cas64_relaxed(uint64_t *p, uint64_t expect, uint64_t desired) {
+  return atomicCAS((unsigned long long *)p, expect, desired);
+}
+FL_HD uint32_t fl_add32(uint32_t *p, uint32_t v) { return atomicAdd((unsigned int *)p, v); }
 #else
 #define FL_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define FL_FENCE_READ() __atomic_thread_fence(__ATOMIC_ACQ_REL)
@@ -32,6 +38,13 @@ FL_HD void fl_st64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RE
 FL_HD uint32_t fl_cas32(uint32_t *p, uint32_t expect, uint32_t desired) {
   __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return expect;
+}
+FL_HD uint64_t fl_cas64_relaxed(uint64_t *p, uint64_t expect, uint64_t desired) {
+  __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expect;
+}
+FL_HD uint32_t fl_add32(uint32_t *p, uint32_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 #endif
 

@@ -6,6 +6,7 @@
 
 #include "cache/cache.h"
 #include "fusion/batch.h"
+#include "fusion/miss_set.h"
 
 /* One part's share of an fl_query call. */
 typedef struct fl_part_batch {
@@ -20,62 +21,33 @@ typedef struct fl_part_batch {
   void *stream;              /* caller's CUDA stream */
 } fl_part_batch;
 
-/* Keys answered from the store: misses, and hits of unified-index pointers
- * (which skip the store's lookup). Grouped by arg, and within an arg the
- * pointers first (misses.c). */
-typedef struct fl_misses {
-  uint64_t n;
-  uint32_t *pos;        /* batch positions */
-  uint64_t *ids;        /* their ids */
-  uint64_t *refs;       /* unified-index pointer (low bit set), 0 for a miss */
-  uint32_t *arg;        /* their arg */
-  uint64_t *src_off;    /* byte offset of each fetched row in the staging rows */
-  uint64_t *per_arg;    /* rows per arg (n_args) */
-  uint64_t *dram_per_arg; /* of which unified-index pointers, first in the arg */
-  uint64_t staging_bytes;
-} fl_misses;
-
-/* An admission plan: rows to copy from staging into slots and publish, and
- * unified-index pointers to publish (slot = row address | 1, row_bytes 0). */
-typedef struct fl_admit_plan {
-  uint64_t n;
-  uint64_t *keys, *slots, *src_off;
-  uint32_t *row_bytes;
-} fl_admit_plan;
-
-/* Sorts raw misses (pos, ids, refs: n entries, any order) by arg, pointers
- * first, into m, and lays out the staging rows (each arg's rows packed,
- * 16-byte aligned per arg). */
-fl_status fl_misses_group(const fl_part_batch *b, const uint32_t *pos, const uint64_t *ids,
-                          const uint64_t *refs, uint64_t n, fl_misses *m);
-void fl_misses_free(fl_misses *m);
-/* Fetches every miss's row from the store into staging (host memory). gen
- * receives each table's generation read before the fetch. */
-fl_status fl_misses_fetch(const fl_part_batch *b, const fl_misses *m, uint8_t *staging,
+/* The miss path's host side (misses.c). per_arg: FL_MISS_COUNTERS counters
+ * per arg (miss_set.h); ids, refs: per uid, as the engines fill them. */
+/* Packs each arg's unique rows in the staging (16-byte aligned per arg):
+ * stage_base[a] is arg a's byte offset; returns the staging's size. */
+uint64_t fl_misses_layout(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *stage_base);
+/* Fetches every unique row from the store into the staging (host memory):
+ * misses by id, pointer rows through their references. gen receives each
+ * table's generation, read before the fetch. */
+fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
+                          const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
                           uint64_t *gen);
-/* Chooses which rows enter the cache (unique keys, the coin, unchanged
- * tables; a unified-index pointer that wins the coin is promoted to a cached
- * vector), makes room and allocates slots; misses that do not enter leave a
- * unified-index pointer while the part is under its share of
- * cfg.unified_entries. Under c->lock. */
-fl_status fl_admit_plan_make(const fl_part_batch *b, const fl_misses *m, const uint64_t *gen,
-                             fl_admit_plan *plan);
-/* Frees the slots of rows whose insert did not publish; counts admissions,
- * promotions and pointers. */
-void fl_admit_plan_finish(const fl_part_batch *b, fl_admit_plan *plan, const uint8_t *result);
-/* Gives back every slot of a plan that will not run, and frees the plan. */
-void fl_admit_plan_abandon(const fl_part_batch *b, fl_admit_plan *plan);
-/* After a failed admission launch, when which rows were published is unknown:
- * erases the plan's keys, retires published slabs, frees the rest. */
-void fl_admit_plan_undo(const fl_part_batch *b, fl_admit_plan *plan);
-void fl_admit_plan_free(fl_admit_plan *plan);
+/* Store references of the unique misses (refs at their uids; 0 when the
+ * store lacks the id), for the pointers a unified index may take. */
+fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
+                         uint64_t *refs);
+/* Adds to need[cls] the reservoir slots a round may take per slab class. */
+void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
+/* skip[t] = 1 for the tables changed in the store since gen was read. */
+void fl_misses_skip(const fl_part_batch *b, const uint64_t *gen, uint8_t *skip);
 
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);
 fl_status fl_query_part_cuda(fl_part_batch *b);
 
-/* Adds a part batch's lookups and misses to the per-table counters. */
-void fl_query_count(const fl_part_batch *b, const fl_misses *m);
+/* Adds a part batch's lookups, misses and pointer hits to the per-table
+ * counters. */
+void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg);
 /* Message for an out-of-range id at batch position pos. */
 fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id);
 

@@ -1,56 +1,74 @@
 /* query_cuda.c: the CUDA engine for one part batch, on the caller's stream:
  *   1. one upload of the launch arguments (and of host ids);
- *   2. the fused index kernel (all tables, one launch);
- *   3. the miss count and list download on a side stream (misses, and hits
- *      of unified-index pointers with their row addresses), while
+ *   2. the fused index kernel (all tables, one launch), which also
+ *      deduplicates the misses and unified-index hits into unique rows whose
+ *      ids it writes straight into pinned host memory (miss_set.h);
+ *   3. the counters' download on a side stream (one wait), while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
- *   5. those rows fetched from the store on the host into pinned staging
- *      (pointers through their references, misses by id), one upload, one
- *      scatter kernel into the outputs;
- *   6. admission: rows copied from the staging into slabs, and new pointers,
- *      published by one kernel on the maintenance stream (index writers never
- *      overlap).
+ *   5. the unique rows gathered from the store into pinned staging (pointer
+ *      rows through their references), one upload, one scatter kernel that
+ *      expands them into every missed position: the answer is complete;
+ *   6. admission as a round on the maintenance stream (admit_kernels.cu,
+ *      cache/admit_round.h), after the upload and without the host waiting
+ *      for it: fl_query returns. The query's scratch stays busy until the
+ *      round is over.
  * Outputs in unregistered host memory go through a device buffer and one
  * download at the end. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/maint_kernels.h"
-#include "common/cuda_check.h"
+#include "cache/admission.h"
 #include "cache/cuda_state.h"
+#include "common/cuda_check.h"
+#include "fusion/admit_kernels.h"
 #include "fusion/query.h"
 #include "fusion/query_kernels.h"
 
 static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 
-/* Byte layout of one part batch's scratch, identical on device and host. */
+/* Byte layout of one part batch's scratch. The header has the same offsets
+ * on device and host; the rest differs. */
 typedef struct layout {
-  uint64_t args, scan_index, scan_copy, offsets, codes, ids, header_end; /* uploaded together */
-  uint64_t locs, miss_pos, miss_ids, miss_locs, counters, out, staging, src_off, pos, total;
-  uint64_t host_total; /* pinned: header + miss list + staging + src_off + pos */
+  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, ids, header_end;
+  /* device */
+  uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
+      upload, out, total;
+  /* host (pinned) */
+  uint64_t h_counters, h_uniq_ids, h_uniq_refs, h_upload, host_total;
+  uint64_t counter_bytes; /* 16 + the per-arg counters */
 } layout;
 
 static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_bytes, layout *l) {
-  uint64_t o = 0, n = b->n_keys, na = b->n_args;
+  uint64_t o = 0, n = b->n_keys, na = b->n_args, sets = fl_miss_set_slots(n, b->n_args);
   l->args = o, o = align256(o + na * sizeof(fl_batch_arg));
   l->scan_index = o, o = align256(o + (na + 1) * 8);
   l->scan_copy = o, o = align256(o + (na + 1) * 8);
   l->offsets = o, o = align256(o + na * 8);
   l->codes = o, o = align256(o + b->c->n_tables * sizeof(fl_code));
+  l->table_cls = o, o = align256(o + b->c->n_tables * 4);
   l->ids = o, o = align256(o + host_ids * 8);
   l->header_end = o;
+  l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
+  uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
   l->locs = o, o = align256(o + n * 8);
   l->miss_pos = o, o = align256(o + n * 4);
-  l->miss_ids = o, o = align256(o + n * 8);
-  l->miss_locs = o, o = align256(o + n * 8);
-  l->counters = o, o = align256(o + 16);
-  l->staging = o, o = align256(o + n * ((b->max_row + 15) & ~15ull) + 16 * na);
-  l->src_off = o, o = align256(o + n * 8);
-  l->pos = o, o = align256(o + n * 4);
+  l->miss_slot = o, o = align256(o + n * 4);
+  l->set_ids = o, o = align256(o + sets * 8);
+  l->set_count = o, o = align256(o + sets * 4);
+  l->set_uid = o, o = align256(o + sets * 4);
+  l->uniq_slot = o, o = align256(o + n * 4);
+  l->choice = o, o = align256(o + n * 4);
+  l->counters = o, o = align256(o + l->counter_bytes);
+  l->upload = o, o = align256(o + upload);
   l->out = o, o = align256(o + out_bytes);
   l->total = o;
-  l->host_total = l->out;
+  o = l->header_end;
+  l->h_counters = o, o = align256(o + l->counter_bytes);
+  l->h_uniq_ids = o, o = align256(o + n * 8);
+  l->h_uniq_refs = o, o = align256(o + n * 8);
+  l->h_upload = o, o = align256(o + upload);
+  l->host_total = o;
 }
 
 /* Where a caller pointer can be used from the device: its device address, or
@@ -66,6 +84,64 @@ static const void *device_view(const void *p) {
 }
 
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
+
+/* Enqueues the admission round of a batch whose unique rows are staged on
+ * the device (upload block at D + l->upload) once `ready` fires on the
+ * caller's stream. Under c->lock. */
+static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, const uint64_t *gen,
+                             const uint32_t *per_arg) {
+  fl_cache *c = b->c;
+  fl_part *p = &c->parts[b->part];
+  uint32_t n_cls = p->pool.n_classes;
+  uint64_t *need = calloc(n_cls ? n_cls : 1, sizeof *need);
+  uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
+  if (!need || !skip) {
+    free(need);
+    free(skip);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  fl_misses_need(b, per_arg, need);
+  fl_misses_skip(b, gen, skip);
+  fl_status st = fl_round_prepare(c, b->part, need, skip);
+  free(need);
+  free(skip);
+  if (st != FL_OK) return st;
+  uint8_t *D = x->dev;
+  uint64_t limit = fl_cache_unified_limit(c, b->part);
+  fl_admit_batch ab = {
+      .v = p->index,
+      .codes = (const fl_code *)(D + l->codes),
+      .table_cls = (const uint32_t *)(D + l->table_cls),
+      .args = (const fl_batch_arg *)(D + l->args),
+      .key_offsets = (const uint64_t *)(D + l->offsets),
+      .n_args = b->n_args,
+      .n_keys = b->n_keys,
+      .m = {{(uint64_t *)(D + l->set_ids), (uint32_t *)(D + l->set_uid),
+             (uint32_t *)(D + l->set_count)},
+            (uint32_t *)(D + l->counters + 16), (uint32_t *)(D + l->miss_pos),
+            (uint32_t *)(D + l->miss_slot), (uint32_t *)(D + l->uniq_slot),
+            (uint64_t *)((uint8_t *)x->host + l->h_uniq_ids),
+            (uint64_t *)((uint8_t *)x->host + l->h_uniq_refs), (unsigned long long *)(D + l->counters)},
+      .stage_base = (const uint64_t *)(D + l->upload),
+      .staging = D + l->upload + align256(b->n_args * 8ull),
+      .choice = (uint32_t *)(D + l->choice),
+      .seed = c->cfg.seed,
+      .threshold = c->admit_threshold,
+      .now = b->now,
+      .pointer_room = limit > p->dram_entries ? limit - p->dram_entries : 0,
+  };
+  cudaStream_t ms = (cudaStream_t)c->cuda->maint;
+  int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
+  if (!e) e = fl_launch_admit_round(ab, p->round->dev, ms);
+  if (e) return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s",
+                        cudaGetErrorString((cudaError_t)e));
+  if ((st = fl_round_end(c, b->part)) != FL_OK) return st;
+  /* The round reads the scratch: it is busy until the round is over. */
+  if ((e = (int)cudaEventRecord((cudaEvent_t)x->admit_done, ms)))
+    return fl_fail(c, FL_ERR_CUDA, "recording the admission's end: %s",
+                   cudaGetErrorString((cudaError_t)e));
+  return FL_OK;
+}
 
 fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_cache *c = b->c;
@@ -124,11 +200,14 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     scan_c[a + 1] = scan_c[a] + round32((uint64_t)d->n * d->lanes);
   }
   memcpy(H + l.args, dargs, b->n_args * sizeof *dargs);
-  for (uint32_t t = 0; t < c->n_tables; t++)
+  for (uint32_t t = 0; t < c->n_tables; t++) {
     memcpy(H + l.codes + t * sizeof(fl_code), &c->tables[t].code, sizeof(fl_code));
+    ((uint32_t *)(H + l.table_cls))[t] = c->tables[t].cls;
+  }
 
   pthread_mutex_lock(&c->lock);
   int64_t ticket = fl_reclaim_begin(&c->reclaim);
+  int want_refs = fl_cache_unified_limit(c, b->part) > 0;
   pthread_mutex_unlock(&c->lock);
   if (ticket < 0) {
     fl_cuda_scratch_release(c, x);
@@ -137,12 +216,16 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query");
   }
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l.args);
-  unsigned long long *counters = (unsigned long long *)(D + l.counters);
   uint64_t *locs = (uint64_t *)(D + l.locs);
-  fl_misses m;
-  memset(&m, 0, sizeof m);
-  fl_admit_plan plan;
-  memset(&plan, 0, sizeof plan);
+  uint64_t *uniq_ids = (uint64_t *)(H + l.h_uniq_ids), *uniq_refs = (uint64_t *)(H + l.h_uniq_refs);
+  fl_miss_out m = {{(uint64_t *)(D + l.set_ids), (uint32_t *)(D + l.set_uid),
+                    (uint32_t *)(D + l.set_count)},
+                   (uint32_t *)(D + l.counters + 16), (uint32_t *)(D + l.miss_pos),
+                   (uint32_t *)(D + l.miss_slot), (uint32_t *)(D + l.uniq_slot), uniq_ids,
+                   uniq_refs, (unsigned long long *)(D + l.counters)};
+  const unsigned long long *counters = (const unsigned long long *)(H + l.h_counters);
+  const uint32_t *per_arg = (const uint32_t *)(H + l.h_counters + 16);
+  uint64_t *gen = NULL;
   int e = 0;
   uint64_t n_miss = 0, bad = ~0ull;
   /* cfg.profile: timing events around the two kernels (created per call:
@@ -162,23 +245,22 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   TRY(cudaMemcpyAsync(D, H, l.header_end, cudaMemcpyHostToDevice, stream));
   if (prof[0]) TRY(cudaEventRecord(prof[0], stream));
   TRY(fl_launch_index(c->parts[b->part].index, (const fl_code *)(D + l.codes), A,
-                      (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args], b->now,
-                      locs, (uint32_t *)(D + l.miss_pos), (uint64_t *)(D + l.miss_ids),
-                      (uint64_t *)(D + l.miss_locs), counters, stream));
-  /* The miss list comes down on the side stream while hits are copied. */
+                      (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args],
+                      b->n_keys, b->now, locs, m, stream));
+  /* The counters come down on the side stream while hits are copied. */
   TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
   if (prof[1]) TRY(cudaEventRecord(prof[1], stream));
   TRY(fl_launch_copy_hits(A, (const uint64_t *)(D + l.scan_copy), b->n_args, scan_c[b->n_args],
                           locs, stream));
   if (prof[2]) TRY(cudaEventRecord(prof[2], stream));
   TRY(cudaStreamWaitEvent((cudaStream_t)x->side, (cudaEvent_t)x->ready, 0));
-  TRY(cudaMemcpyAsync(H + l.counters, D + l.counters, 16, cudaMemcpyDeviceToHost,
+  TRY(cudaMemcpyAsync(H + l.h_counters, D + l.counters, l.counter_bytes, cudaMemcpyDeviceToHost,
                       (cudaStream_t)x->side));
   TRY(cudaStreamSynchronize((cudaStream_t)x->side));
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
-  n_miss = ((unsigned long long *)(H + l.counters))[0];
-  bad = ((unsigned long long *)(H + l.counters))[1];
+  n_miss = counters[0];
+  bad = counters[1];
   if (bad != ~0ull) {
     uint64_t id;
     const fl_batch_arg *a = &b->args[fl_batch_find(offsets, b->n_args, bad)];
@@ -187,82 +269,32 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     st = fl_query_range_error(b, bad, id);
     goto done;
   }
+  fl_query_count(b, per_arg);
   if (n_miss) {
-    TRY(cudaMemcpyAsync(H + l.miss_pos, D + l.miss_pos, n_miss * 4, cudaMemcpyDeviceToHost,
-                        (cudaStream_t)x->side));
-    TRY(cudaMemcpyAsync(H + l.miss_ids, D + l.miss_ids, n_miss * 8, cudaMemcpyDeviceToHost,
-                        (cudaStream_t)x->side));
-    TRY(cudaMemcpyAsync(H + l.miss_locs, D + l.miss_locs, n_miss * 8, cudaMemcpyDeviceToHost,
-                        (cudaStream_t)x->side));
-    TRY(cudaStreamSynchronize((cudaStream_t)x->side));
-  }
-  if ((st = fl_misses_group(b, (uint32_t *)(H + l.miss_pos), (uint64_t *)(H + l.miss_ids),
-                            (uint64_t *)(H + l.miss_locs), n_miss, &m)) != FL_OK)
-    goto done;
-  fl_query_count(b, &m);
-  if (n_miss) {
-    uint64_t *gen = malloc(c->n_tables * sizeof *gen);
+    gen = malloc(c->n_tables * sizeof *gen);
     if (!gen) {
       st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
       goto done;
     }
-    st = fl_misses_fetch(b, &m, H + l.staging, gen);
-    if (st == FL_OK) {
-      memcpy(H + l.src_off, m.src_off, n_miss * 8);
-      memcpy(H + l.pos, m.pos, n_miss * 4);
-      /* One upload of staging rows, offsets and positions (contiguous). */
-      e = (int)cudaMemcpyAsync(D + l.staging, H + l.staging, l.out - l.staging,
-                               cudaMemcpyHostToDevice, stream);
-      if (!e)
-        e = fl_launch_scatter(A, (const uint64_t *)(D + l.offsets), b->n_args, D + l.staging,
-                              (const uint64_t *)(D + l.src_off), (const uint32_t *)(D + l.pos),
-                              n_miss, stream);
-      if (e) st = fl_fail(c, FL_ERR_CUDA, "miss upload/scatter failed: %s",
-                          cudaGetErrorString((cudaError_t)e));
-    }
+    /* Upload block: the args' staging offsets, then their rows. */
+    uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
+    uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
+    uint64_t staged = fl_misses_layout(b, per_arg, stage_base);
+    if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
+    if (st == FL_OK) st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, gen);
+    if (st != FL_OK) goto done;
+    TRY(cudaMemcpyAsync(D + l.upload, H + l.h_upload, align256(b->n_args * 8ull) + staged,
+                        cudaMemcpyHostToDevice, stream));
+    TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
+    TRY(fl_launch_scatter(A, (const uint64_t *)(D + l.offsets), b->n_args, m,
+                          (const uint64_t *)(D + l.upload), D + l.upload + align256(b->n_args * 8ull),
+                          n_miss, stream));
     uint64_t t2 = fl_now_ns();
     atomic_fetch_add(&c->ns_miss_fetch, t2 - t1);
-    if (st == FL_OK) {
-      /* Admission on the maintenance stream, after the staging upload. */
-      pthread_mutex_lock(&c->lock);
-      st = fl_admit_plan_make(b, &m, gen, &plan);
-      if (st == FL_OK && plan.n) {
-        void *mdev, *mhost;
-        uint64_t n = plan.n, bytes = n * (8 + 8 + 8 + 4 + 1) + 64;
-        st = fl_cuda_maint_buffers(c, bytes, bytes, &mdev, &mhost);
-        if (st == FL_OK) {
-          uint8_t *h = mhost, *d = mdev;
-          memcpy(h, plan.keys, n * 8);
-          memcpy(h + n * 8, plan.slots, n * 8);
-          memcpy(h + n * 16, plan.src_off, n * 8);
-          memcpy(h + n * 24, plan.row_bytes, n * 4);
-          for (uint64_t k = 0; k < n; k++)
-            ((uint32_t *)(h + n * 24))[k] = (plan.row_bytes[k] + 3u) & ~3u;
-          cudaStream_t ms = (cudaStream_t)c->cuda->maint;
-          e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
-          if (!e) e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
-          if (!e) e = (int)cudaMemcpyAsync(d, h, n * 28, cudaMemcpyHostToDevice, ms);
-          if (!e)
-            e = fl_launch_admit(c->parts[b->part].index, (const uint64_t *)d,
-                                (const uint64_t *)(d + n * 8), D + l.staging,
-                                (const uint64_t *)(d + n * 16), (const uint32_t *)(d + n * 24), n,
-                                b->now, d + n * 28, ms);
-          if (!e) e = (int)cudaMemcpyAsync(h + n * 28, d + n * 28, n, cudaMemcpyDeviceToHost, ms);
-          if (!e) e = (int)cudaStreamSynchronize(ms);
-          if (e) {
-            st = fl_fail(c, FL_ERR_CUDA, "admission failed: %s", cudaGetErrorString((cudaError_t)e));
-            fl_admit_plan_undo(b, &plan);
-          } else {
-            fl_admit_plan_finish(b, &plan, h + n * 28);
-          }
-        } else {
-          fl_admit_plan_abandon(b, &plan);
-        }
-      }
-      pthread_mutex_unlock(&c->lock);
-      atomic_fetch_add(&c->ns_admission, fl_now_ns() - t2);
-    }
-    free(gen);
+    pthread_mutex_lock(&c->lock);
+    st = admit_round(b, &l, x, gen, per_arg);
+    pthread_mutex_unlock(&c->lock);
+    atomic_fetch_add(&c->ns_admission, fl_now_ns() - t2);
   }
   /* Outputs in unregistered host memory come down last. */
   for (uint32_t a = 0; a < b->n_args && st == FL_OK; a++)
@@ -298,8 +330,7 @@ done:
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
   }
   fl_cuda_scratch_release(c, x);
-  fl_admit_plan_free(&plan);
-  fl_misses_free(&m);
+  free(gen);
   free(dargs);
   free(host_out);
   return st;

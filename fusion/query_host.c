@@ -1,9 +1,12 @@
-/* query_host.c: the host engine: the same probe, copy and admission steps as
- * the CUDA kernels, run by the cache's worker threads over host memory with
- * the same index.h / flat_key.h / batch.h functions. */
+/* query_host.c: the host engine: the same probe, dedup, copy and admission
+ * steps as the CUDA kernels, run by the cache's worker threads over host
+ * memory with the same index.h / flat_key.h / batch.h / miss_set.h /
+ * admission.h functions. Admission runs before the call returns (the host
+ * has no second stream to overlap it with). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/admission.h"
 #include "common/error.h"
 #include "fusion/query.h"
 
@@ -11,9 +14,13 @@ typedef struct probe_ctx {
   fl_part_batch *b;
   uint64_t *offsets;          /* args' key offsets, for fl_batch_find */
   uint64_t *locs;             /* per position: slab address or 0 */
-  uint32_t *miss_pos;
-  uint64_t *miss_ids;
-  uint64_t *miss_locs;        /* unified-index pointer of each miss, or 0 */
+  fl_miss_set set;            /* the batch's unique misses (miss_set.h) */
+  uint32_t *per_arg;          /* FL_MISS_COUNTERS per arg */
+  uint32_t *miss_pos, *miss_slot; /* per missed position */
+  uint32_t *uniq_slot;        /* per uid */
+  uint64_t *uniq_ids, *uniq_refs;
+  uint8_t *staging;
+  uint64_t *stage_base;
   uint64_t n_miss;            /* atomic append cursor */
   uint64_t bad_pos;           /* smallest position of an out-of-range id */
 } probe_ctx;
@@ -23,7 +30,8 @@ static void probe_range(void *arg, size_t begin, size_t end) {
   fl_part_batch *b = x->b;
   const fl_index_view *v = &b->c->parts[b->part].index;
   for (size_t pos = begin; pos < end; pos++) {
-    const fl_batch_arg *a = &b->args[fl_batch_find(x->offsets, b->n_args, pos)];
+    uint32_t q = fl_batch_find(x->offsets, b->n_args, pos);
+    const fl_batch_arg *a = &b->args[q];
     uint64_t id = a->ids[pos - a->key_offset], key, loc = FL_LOC_NONE;
     if (fl_code_encode(&b->c->tables[a->table].code, v->key_bits, id, &key) != 0) {
       uint64_t cur = __atomic_load_n(&x->bad_pos, __ATOMIC_RELAXED);
@@ -31,13 +39,25 @@ static void probe_range(void *arg, size_t begin, size_t end) {
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       }
     } else {
-      int64_t slot = fl_index_find(v, key, &loc);
-      if (slot >= 0) fl_index_touch(v, slot, b->now);
-      if (slot < 0 || (loc & FL_LOC_DRAM_BIT)) {
+      int64_t s = fl_index_find(v, key, &loc);
+      if (s >= 0) fl_index_touch(v, s, b->now);
+      if (s < 0 || (loc & FL_LOC_DRAM_BIT)) {
+        uint64_t dram = s >= 0 ? loc : 0;
+        int pointer = dram != 0, fresh;
+        uint32_t *counters = x->per_arg + FL_MISS_COUNTERS * q;
+        uint64_t slot = fl_miss_set_insert(&x->set, fl_miss_set_base(a->key_offset, q), a->n, id, &fresh);
+        fl_add32(&x->set.count[slot], 1);
+        fl_add32(&counters[2 + pointer], 1);
+        if (fresh) {
+          uint64_t uid = fl_miss_uid(a->key_offset, a->n, pointer, fl_add32(&counters[pointer], 1));
+          x->set.uid[slot] = (uint32_t)uid;
+          x->uniq_slot[uid] = (uint32_t)slot;
+          x->uniq_ids[uid] = id;
+          if (pointer) x->uniq_refs[uid] = dram;
+        }
         uint64_t m = __atomic_fetch_add(&x->n_miss, 1, __ATOMIC_RELAXED);
         x->miss_pos[m] = (uint32_t)pos;
-        x->miss_ids[m] = id;
-        x->miss_locs[m] = slot >= 0 ? loc : 0;
+        x->miss_slot[m] = (uint32_t)slot;
         loc = FL_LOC_NONE;
       }
     }
@@ -56,72 +76,159 @@ static void copy_range(void *arg, size_t begin, size_t end) {
   }
 }
 
-/* Writes fetched rows to their outputs and admits the plan's rows. */
-static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
+/* Expands unique rows into every missed position (the scatter kernel's job). */
+static void scatter_range(void *arg, size_t begin, size_t end) {
+  probe_ctx *x = arg;
+  fl_part_batch *b = x->b;
+  for (size_t m = begin; m < end; m++) {
+    uint32_t pos = x->miss_pos[m], ua = 0;
+    uint64_t row = 0;
+    int pointer;
+    fl_miss_resolve(x->offsets, b->args, b->n_args, x->per_arg, x->set.uid[x->miss_slot[m]], &ua,
+                    &row, &pointer);
+    const fl_batch_arg *a = &b->args[ua];
+    memcpy(a->out + (pos - a->key_offset) * a->vec_bytes,
+           x->staging + x->stage_base[ua] + row * a->vec_bytes, a->vec_bytes);
+  }
+}
+
+/* One unique row as admission sees it. */
+typedef struct candidate {
+  uint64_t uid, key;
+  uint32_t arg, choice;
+  uint64_t row;
+} candidate;
+
+/* Admits the batch's unique rows: coin winners in priority order (most
+ * frequent in the batch first) while the pool has slots, then pointers for
+ * store misses that stayed out, while the unified index has room. Under
+ * c->lock. */
+static fl_status admit(fl_part_batch *b, probe_ctx *x, const uint64_t *gen) {
   fl_cache *c = b->c;
-  fl_misses m;
-  uint64_t t0 = fl_now_ns();
-  fl_status st = fl_misses_group(b, x->miss_pos, x->miss_ids, x->miss_locs, x->n_miss, &m);
+  fl_part *p = &c->parts[b->part];
+  fl_status st = fl_cache_make_room(c, b->part, 0);
   if (st != FL_OK) return st;
-  uint8_t *staging = malloc(m.staging_bytes ? m.staging_bytes : 16);
-  uint64_t *gen = malloc(c->n_tables * sizeof *gen);
-  if (!staging || !gen) {
-    st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu staged rows",
-                 (unsigned long long)m.n);
-    goto out;
+  uint64_t n = 0, limit = fl_cache_unified_limit(c, b->part);
+  uint64_t room = limit > p->dram_entries ? limit - p->dram_entries : 0;
+  for (uint32_t a = 0; a < b->n_args; a++)
+    n += x->per_arg[FL_MISS_COUNTERS * a] + x->per_arg[FL_MISS_COUNTERS * a + 1];
+  candidate *cand = malloc((n ? n : 1) * sizeof *cand), *order = malloc((n ? n : 1) * sizeof *order);
+  if (!cand || !order) {
+    free(cand);
+    free(order);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu admissions",
+                   (unsigned long long)n);
   }
-  if ((st = fl_misses_fetch(b, &m, staging, gen)) != FL_OK) goto out;
-  for (uint64_t r = 0; r < m.n; r++) {
-    const fl_batch_arg *a = &b->args[m.arg[r]];
-    memcpy(a->out + (m.pos[r] - a->key_offset) * a->vec_bytes, staging + m.src_off[r],
-           a->vec_bytes);
-  }
-  fl_query_count(b, &m);
-  uint64_t t1 = fl_now_ns();
-  atomic_fetch_add(&c->ns_miss_fetch, t1 - t0);
-  pthread_mutex_lock(&c->lock);
-  fl_admit_plan plan;
-  st = fl_admit_plan_make(b, &m, gen, &plan);
-  if (st == FL_OK && plan.n) {
-    uint8_t *result = malloc(plan.n);
-    if (!result) {
-      st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-    } else {
-      const fl_index_view *v = &c->parts[b->part].index;
-      for (uint64_t k = 0; k < plan.n; k++) {
-        if (plan.row_bytes[k]) /* 0: a unified-index pointer, nothing to copy */
-          memcpy((void *)plan.slots[k], staging + plan.src_off[k], plan.row_bytes[k]);
-        result[k] = (uint8_t)fl_index_insert(v, plan.keys[k], plan.slots[k], b->now);
-      }
-      fl_admit_plan_finish(b, &plan, result);
-      free(result);
+  uint64_t k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
+  for (uint32_t a = 0; a < b->n_args; a++) {
+    const fl_batch_arg *g = &b->args[a];
+    if (c->generation[g->table] != gen[g->table]) continue; /* the row may be stale */
+    uint32_t um = x->per_arg[FL_MISS_COUNTERS * a], up = x->per_arg[FL_MISS_COUNTERS * a + 1];
+    /* Its unique misses [0, um), then its pointer rows [n - up, n). */
+    for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {
+      uint64_t uid = g->key_offset + r, slot = x->uniq_slot[uid], key = 0;
+      uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
+      fl_code_encode(&c->tables[g->table].code, c->cfg.key_bits, id, &key);
+      int pointer = r >= um;
+      fl_admit_choice ch = fl_admit_choose(c->cfg.seed, b->now, key, c->admit_threshold, pointer,
+                                           pointer ? 0 : x->uniq_refs[uid], room > 0);
+      if (ch == FL_ADMIT_NONE) continue;
+      /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
+      uint32_t slot_of = ch == FL_ADMIT_CACHE
+                             ? FL_ADMIT_BUCKETS - 1 - fl_admit_bucket(x->set.count[slot])
+                             : FL_ADMIT_BUCKETS;
+      cand[k++] = (candidate){uid, key, a, slot_of, fl_miss_row(r, g->n, um, up)};
+      per_bucket[slot_of]++;
     }
   }
-  if (st != FL_OK) fl_admit_plan_abandon(b, &plan); /* nothing was published */
-  fl_admit_plan_free(&plan);
-  pthread_mutex_unlock(&c->lock);
-  atomic_fetch_add(&c->ns_admission, fl_now_ns() - t1);
-out:
-  free(staging);
+  uint64_t start[FL_ADMIT_BUCKETS + 1], at = 0;
+  for (uint32_t q = 0; q <= FL_ADMIT_BUCKETS; q++) start[q] = at, at += per_bucket[q];
+  for (uint64_t i = 0; i < k; i++) order[start[cand[i].choice]++] = cand[i];
+  int starved = 0;
+  uint64_t admitted = 0;
+  for (uint64_t i = 0; i < k; i++) {
+    const candidate *e = &order[i];
+    const fl_batch_arg *g = &b->args[e->arg];
+    if (e->choice == FL_ADMIT_BUCKETS) {
+      if (room == 0) break;
+      if (fl_index_insert(&p->index, e->key, x->uniq_refs[e->uid] | FL_LOC_DRAM_BIT, b->now) ==
+          FL_INSERT_DONE)
+        p->dram_entries++, room--;
+      continue;
+    }
+    uint64_t slot = fl_pool_alloc(&p->pool, c->tables[g->table].cls);
+    if (slot == 0) { /* class full: evicted below, reclaimed for later batches */
+      starved = 1;
+      continue;
+    }
+    memcpy((void *)slot, x->staging + x->stage_base[e->arg] + e->row * g->vec_bytes, g->vec_bytes);
+    fl_insert_result r = fl_index_insert(&p->index, e->key, slot, b->now);
+    if (r == FL_INSERT_DONE || r == FL_INSERT_PROMOTED) {
+      admitted++;
+      if (r == FL_INSERT_PROMOTED) p->dram_entries--;
+    } else {
+      fl_pool_free(&p->pool, slot);
+    }
+  }
+  p->entries += admitted;
+  atomic_fetch_add(&c->admissions, admitted);
+  free(cand);
+  free(order);
+  return starved ? fl_cache_make_room(c, b->part, 1) : FL_OK;
+}
+
+/* Fetches the unique rows, writes them to every missed position, admits. */
+static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
+  fl_cache *c = b->c;
+  uint64_t t0 = fl_now_ns();
+  uint64_t *gen = malloc(c->n_tables * sizeof *gen);
+  x->stage_base = malloc(b->n_args * sizeof *x->stage_base);
+  fl_status st = gen && x->stage_base ? FL_OK : fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  uint64_t bytes = st == FL_OK ? fl_misses_layout(b, x->per_arg, x->stage_base) : 0;
+  if (st == FL_OK && !(x->staging = malloc(bytes ? bytes : 16)))
+    st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu staged bytes",
+                 (unsigned long long)bytes);
+  if (st == FL_OK && fl_cache_unified_limit(c, b->part) > 0)
+    st = fl_misses_refs(b, x->per_arg, x->uniq_ids, x->uniq_refs);
+  if (st == FL_OK)
+    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, gen);
+  if (st == FL_OK) {
+    fl_workers_for(c->workers, x->n_miss, 4096, scatter_range, x);
+    uint64_t t1 = fl_now_ns();
+    atomic_fetch_add(&c->ns_miss_fetch, t1 - t0);
+    pthread_mutex_lock(&c->lock);
+    st = admit(b, x, gen);
+    pthread_mutex_unlock(&c->lock);
+    atomic_fetch_add(&c->ns_admission, fl_now_ns() - t1);
+  }
   free(gen);
-  fl_misses_free(&m);
+  free(x->staging);
+  free(x->stage_base);
   return st;
 }
 
 fl_status fl_query_part_host(fl_part_batch *b) {
   fl_cache *c = b->c;
+  uint64_t n = b->n_keys, sets = fl_miss_set_slots(n, b->n_args);
   probe_ctx x = {.b = b, .bad_pos = ~0ull};
   x.offsets = malloc(b->n_args * sizeof *x.offsets);
-  x.locs = malloc(b->n_keys * sizeof *x.locs);
-  x.miss_pos = malloc(b->n_keys * sizeof *x.miss_pos);
-  x.miss_ids = malloc(b->n_keys * sizeof *x.miss_ids);
-  x.miss_locs = malloc(b->n_keys * sizeof *x.miss_locs);
+  x.locs = malloc(n * sizeof *x.locs);
+  x.set.ids = malloc(sets * sizeof *x.set.ids);
+  x.set.uid = malloc(sets * sizeof *x.set.uid);
+  x.set.count = calloc(sets, sizeof *x.set.count);
+  x.per_arg = calloc(FL_MISS_COUNTERS * b->n_args, sizeof *x.per_arg);
+  x.miss_pos = malloc(n * sizeof *x.miss_pos);
+  x.miss_slot = malloc(n * sizeof *x.miss_slot);
+  x.uniq_slot = malloc(n * sizeof *x.uniq_slot);
+  x.uniq_ids = malloc(n * sizeof *x.uniq_ids);
+  x.uniq_refs = calloc(n, sizeof *x.uniq_refs);
   fl_status st = FL_OK;
-  if (!x.offsets || !x.locs || !x.miss_pos || !x.miss_ids || !x.miss_locs) {
-    st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu keys",
-                 (unsigned long long)b->n_keys);
+  if (!x.offsets || !x.locs || !x.set.ids || !x.set.uid || !x.set.count || !x.per_arg ||
+      !x.miss_pos || !x.miss_slot || !x.uniq_slot || !x.uniq_ids || !x.uniq_refs) {
+    st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu keys", (unsigned long long)n);
     goto out;
   }
+  memset(x.set.ids, 0xff, sets * sizeof *x.set.ids);
   for (uint32_t a = 0; a < b->n_args; a++) x.offsets[a] = b->args[a].key_offset;
   pthread_mutex_lock(&c->lock);
   int64_t ticket = fl_reclaim_begin(&c->reclaim);
@@ -131,16 +238,17 @@ fl_status fl_query_part_host(fl_part_batch *b) {
     goto out;
   }
   uint64_t t0 = fl_now_ns();
-  fl_workers_for(c->workers, b->n_keys, 4096, probe_range, &x);
+  fl_workers_for(c->workers, n, 4096, probe_range, &x);
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
   if (x.bad_pos != ~0ull) {
     const fl_batch_arg *a = &b->args[fl_batch_find(x.offsets, b->n_args, x.bad_pos)];
     st = fl_query_range_error(b, x.bad_pos, a->ids[x.bad_pos - a->key_offset]);
   } else {
-    fl_workers_for(c->workers, b->n_keys, 4096, copy_range, &x);
+    fl_workers_for(c->workers, n, 4096, copy_range, &x);
     atomic_fetch_add(&c->ns_hit_copy, fl_now_ns() - t1);
-    st = finish_misses(b, &x);
+    fl_query_count(b, x.per_arg);
+    if (x.n_miss) st = finish_misses(b, &x);
   }
   pthread_mutex_lock(&c->lock);
   fl_reclaim_end(&c->reclaim, ticket, NULL);
@@ -148,8 +256,14 @@ fl_status fl_query_part_host(fl_part_batch *b) {
 out:
   free(x.offsets);
   free(x.locs);
+  free(x.set.ids);
+  free(x.set.uid);
+  free(x.set.count);
+  free(x.per_arg);
   free(x.miss_pos);
-  free(x.miss_ids);
-  free(x.miss_locs);
+  free(x.miss_slot);
+  free(x.uniq_slot);
+  free(x.uniq_ids);
+  free(x.uniq_refs);
   return st;
 }

@@ -1,7 +1,8 @@
 // query_kernels.cu: the fused query kernels. One launch of fused_index covers
-// every table of a query (self-identification through the scan), one launch
-// of copy_hits moves every hit vector with several threads per vector, and
-// scatter writes the rows fetched from the store. Slabs are read without
+// every table of a query (self-identification through the scan) and
+// deduplicates the misses (miss_set.h), one launch of copy_hits moves every
+// hit vector with several threads per vector, and scatter expands the unique
+// rows fetched from the store into every missed position. Slabs are read without
 // locks: batch-based reclamation keeps them unreused until the query ends.
 #include "fusion/query_kernels.h"
 
@@ -20,17 +21,18 @@ __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint3
 
 __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                             const uint64_t *scan_g, uint32_t n_args, uint64_t threads,
-                            uint32_t now, uint64_t *locs, uint32_t *miss_pos, uint64_t *miss_ids,
-                            uint64_t *miss_locs, unsigned long long *counters) {
+                            uint32_t now, uint64_t *locs, fl_miss_out m) {
   extern __shared__ uint64_t scan_s[];
   const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
   for (uint64_t base = blockIdx.x * (uint64_t)blockDim.x; base < threads;
        base += (uint64_t)gridDim.x * blockDim.x) {
     uint64_t tid = base + threadIdx.x;
-    bool miss = false;
-    uint64_t pos = 0, id = 0, dram = 0;
+    bool miss = false, pointer = false;
+    int fresh = 0;
+    uint32_t q = 0;
+    uint64_t pos = 0, id = 0, dram = 0, slot = 0;
     if (tid < threads) {
-      uint32_t q = fl_batch_find(scan, n_args + 1, tid);
+      q = fl_batch_find(scan, n_args + 1, tid);
       const fl_batch_arg a = args[q];
       uint64_t i = tid - scan[q];
       if (i < a.n) {
@@ -39,34 +41,55 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
         uint64_t key, loc = FL_LOC_NONE;
         fl_code code = codes[a.table];
         if (fl_code_encode(&code, v.key_bits, id, &key) != 0) {
-          atomicMin(&counters[1], (unsigned long long)pos);
+          atomicMin(&m.counters[1], (unsigned long long)pos);
         } else {
-          int64_t slot = fl_index_find(&v, key, &loc);
-          if (slot >= 0) fl_index_touch(&v, slot, now);
-          if (slot < 0 || (loc & FL_LOC_DRAM_BIT)) {
+          int64_t s = fl_index_find(&v, key, &loc);
+          if (s >= 0) fl_index_touch(&v, s, now);
+          if (s < 0 || (loc & FL_LOC_DRAM_BIT)) {
             /* A unified-index pointer goes to the host with the misses, but
              * with its row address: the store lookup is skipped. */
-            dram = slot >= 0 ? loc : 0;
+            dram = s >= 0 ? loc : 0;
+            pointer = dram != 0;
             loc = FL_LOC_NONE;
             miss = true;
+            slot = fl_miss_set_insert(&m.set, fl_miss_set_base(a.key_offset, q), a.n, id, &fresh);
+            fl_add32(&m.set.count[slot], 1);
           }
         }
         locs[pos] = loc;
       }
     }
-    // Warp-aggregated append to the miss list: one atomic per warp.
+    // Warp-aggregated appends, one atomic per warp and list: a warp serves
+    // one arg (the scan rounds each arg to whole warps).
+    const unsigned lane = threadIdx.x & 31u, below = (1u << lane) - 1u;
     unsigned mask = __ballot_sync(0xffffffffu, miss);
-    if (mask) {
-      unsigned lane = threadIdx.x & 31u;
-      unsigned leader = __ffs(mask) - 1;
-      unsigned long long first = 0;
-      if (lane == leader) first = atomicAdd(&counters[0], (unsigned long long)__popc(mask));
-      first = __shfl_sync(0xffffffffu, first, leader);
-      if (miss) {
-        unsigned long long slot = first + __popc(mask & ((1u << lane) - 1u));
-        miss_pos[slot] = (uint32_t)pos;
-        miss_ids[slot] = id;
-        miss_locs[slot] = dram;
+    if (!mask) continue;
+    unsigned leader = __ffs(mask) - 1;
+    unsigned long long first = 0;
+    if (lane == leader) first = atomicAdd(&m.counters[0], (unsigned long long)__popc(mask));
+    first = __shfl_sync(0xffffffffu, first, leader);
+    if (miss) {
+      m.pos[first + __popc(mask & below)] = (uint32_t)pos;
+      m.slot[first + __popc(mask & below)] = (uint32_t)slot;
+    }
+    uint32_t *per_arg = m.per_arg + FL_MISS_COUNTERS * q;
+    unsigned ptr_mask = __ballot_sync(0xffffffffu, pointer);
+    for (int kind = 0; kind < 2; kind++) {
+      unsigned want = kind ? ptr_mask : mask & ~ptr_mask;
+      unsigned uniq = __ballot_sync(0xffffffffu, fresh && pointer == (kind == 1));
+      uint32_t o = 0;
+      if (lane == leader) {
+        if (uniq) o = fl_add32(&per_arg[kind], __popc(uniq));
+        if (want) fl_add32(&per_arg[2 + kind], __popc(want));
+      }
+      o = __shfl_sync(0xffffffffu, o, leader);
+      if (fresh && pointer == (kind == 1)) {
+        const fl_batch_arg &a = args[q];
+        uint64_t uid = fl_miss_uid(a.key_offset, a.n, kind, o + __popc(uniq & below));
+        m.set.uid[slot] = (uint32_t)uid;
+        m.uniq_slot[uid] = (uint32_t)slot;
+        m.uniq_ids[uid] = id;
+        if (kind) m.uniq_refs[uid] = dram;
       }
     }
   }
@@ -101,20 +124,24 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
   }
 }
 
-// One warp per fetched row.
+// One warp per missed position: copies its unique row from the staging.
 __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
-                        const uint8_t *src, const uint64_t *src_off, const uint32_t *pos,
+                        fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
                         uint64_t n) {
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
   for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
-    uint32_t q = fl_batch_find(key_offsets, n_args, pos[r]);
-    const fl_batch_arg &a = args[q];
-    uint8_t *dst = a.out + (pos[r] - a.key_offset) * a.vec_bytes;
-    const uint8_t *s = src + src_off[r];
-    // Staged rows start 16-byte aligned per query but pack at vec_bytes, so
-    // the unit must divide the source offset too.
-    uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | src_off[r]);
+    uint32_t pos = m.pos[r];
+    const fl_batch_arg &a = args[fl_batch_find(key_offsets, n_args, pos)];
+    uint32_t ua = 0;
+    uint64_t row = 0;
+    int pointer;
+    fl_miss_resolve(key_offsets, args, n_args, m.per_arg, m.set.uid[m.slot[r]], &ua, &row, &pointer);
+    uint8_t *dst = a.out + (pos - a.key_offset) * a.vec_bytes;
+    const uint8_t *s = staging + stage_base[ua] + row * a.vec_bytes;
+    // Staged rows start 16-byte aligned per arg but pack at vec_bytes, so
+    // the unit must divide the source address too.
+    uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | (uint64_t)s);
     for (uint32_t u = lane; u < a.vec_bytes / width; u += 32) copy_unit(dst, s, width, u);
   }
 }
@@ -129,16 +156,20 @@ unsigned grid_for(uint64_t threads) {
 
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
-                               uint32_t now, uint64_t *locs, uint32_t *miss_pos,
-                               uint64_t *miss_ids, uint64_t *miss_locs, unsigned long long *counters,
+                               uint64_t n_keys, uint32_t now, uint64_t *locs, fl_miss_out m,
                                void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  cudaError_t e = cudaMemsetAsync(counters, 0, sizeof *counters, s);
-  if (e == cudaSuccess) e = cudaMemsetAsync(counters + 1, 0xff, sizeof *counters, s);
+  uint64_t slots = fl_miss_set_slots(n_keys, n_args);
+  cudaError_t e = cudaMemsetAsync(m.counters, 0, sizeof *m.counters, s);
+  if (e == cudaSuccess) e = cudaMemsetAsync(m.counters + 1, 0xff, sizeof *m.counters, s);
+  if (e == cudaSuccess)
+    e = cudaMemsetAsync(m.per_arg, 0, FL_MISS_COUNTERS * n_args * sizeof *m.per_arg, s);
+  if (e == cudaSuccess) e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
+  if (e == cudaSuccess) e = cudaMemsetAsync(m.set.count, 0, slots * sizeof *m.set.count, s);
   if (e != cudaSuccess) return (int)e;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
   fused_index<<<grid_for(threads), kThreads, smem, s>>>(v, codes, args, scan, n_args, threads,
-                                                         now, locs, miss_pos, miss_ids, miss_locs, counters);
+                                                         now, locs, m);
   return (int)cudaGetLastError();
 }
 
@@ -153,10 +184,10 @@ extern "C" int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *sca
 }
 
 extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
-                                 uint32_t n_args, const uint8_t *src, const uint64_t *src_off,
-                                 const uint32_t *pos, uint64_t n, void *stream) {
+                                 uint32_t n_args, fl_miss_out m, const uint64_t *stage_base,
+                                 const uint8_t *staging, uint64_t n, void *stream) {
   if (n == 0) return 0;
-  scatter<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, src,
-                                                                    src_off, pos, n);
+  scatter<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m,
+                                                                    stage_base, staging, n);
   return (int)cudaGetLastError();
 }

@@ -5,6 +5,7 @@
 
 #include "cache/index.h"
 #include "fusion/batch.h"
+#include "fusion/miss_set.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -13,23 +14,33 @@ extern "C" {
 /* Most queries one launch takes (the scan lives in shared memory). */
 #define FL_LAUNCH_MAX_QUERIES 1024u
 
+/* Where the fused index kernel leaves a batch's misses (miss_set.h). */
+typedef struct fl_miss_out {
+  fl_miss_set set;       /* fl_miss_set_slots(n_keys, n_args) slots */
+  uint32_t *per_arg;     /* FL_MISS_COUNTERS per arg */
+  uint32_t *pos, *slot;  /* per missed position: its batch position and set slot */
+  uint32_t *uniq_slot;   /* per uid: its set slot */
+  uint64_t *uniq_ids;    /* per uid: its id (pinned host memory: read by the gather) */
+  uint64_t *uniq_refs;   /* per pointer uid: its store row (pinned host memory) */
+  unsigned long long *counters; /* [0] missed positions, [1] smallest out-of-range position */
+} fl_miss_out;
+
 /* The self-identified fused index kernel: encodes every key of every query
  * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
- * cached vector), appends misses and unified-index hits to miss_pos/miss_ids/
- * miss_locs (the DRAM pointer, 0 for a miss; counters[0] = count) and keeps in
- * counters[1] the smallest position of an out-of-range id (initialised to ~0
- * by the launcher). scan: n_args + 1 thread offsets (1 thread per key). */
+ * cached vector), and deduplicates misses and unified-index hits into unique
+ * rows (miss_set.h; counters[1] starts at ~0). The launcher resets the set
+ * and counters. scan: n_args + 1 thread offsets (1 thread per key). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
-                    const uint64_t *scan, uint32_t n_args, uint64_t threads, uint32_t now,
-                    uint64_t *locs, uint32_t *miss_pos, uint64_t *miss_ids, uint64_t *miss_locs,
-                    unsigned long long *counters, void *stream);
+                    const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
+                    uint32_t now, uint64_t *locs, fl_miss_out m, void *stream);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, void *stream);
-/* Writes n fetched rows (src + src_off[r]) to their output positions pos[r];
- * key_offsets: n_args ascending first positions to find each row's query. */
+/* Writes each of the n missed positions of m its unique row, staged per arg
+ * at staging + stage_base[arg] (fl_miss_row order); key_offsets: the args'
+ * first positions, ascending. */
 int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
-                      const uint8_t *src, const uint64_t *src_off, const uint32_t *pos,
+                      fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
                       uint64_t n, void *stream);
 
 #ifdef __cplusplus

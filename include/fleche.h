@@ -245,6 +245,15 @@ fl_backend fl_cache_backend(const fl_cache *c);
  * Thread-safe: many host threads may query at once, each on its own stream. */
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
 
+/* CUDA backend: misses are admitted into the cache on the cache's own
+ * maintenance stream after fl_query has returned, overlapping the next
+ * queries. A query sees either the state before an admission or the whole
+ * admitted vector, never a part. fl_cache_sync waits until every admission
+ * enqueued so far is published (later queries see those vectors as hits)
+ * and counted in fl_cache_stats. Host backend: admission is done when
+ * fl_query returns; this returns at once. Thread-safe. */
+fl_status fl_cache_sync(fl_cache *c);
+
 /* Sets how many index entries may point into the store (the unified index).
  * Thread-safe with queries. */
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n);
@@ -257,7 +266,8 @@ typedef struct fl_cache_stats {
   uint64_t hits;              /* served from cached vectors */
   uint64_t dram_hits;         /* served through unified-index pointers into the store */
   uint64_t misses;            /* fetched from the store through its hash/array lookup */
-  uint64_t admissions;        /* vectors inserted */
+  uint64_t admissions;        /* vectors inserted (CUDA: by admission rounds that are
+                                 over; fl_cache_sync waits for the rest) */
   uint64_t evictions;         /* vectors evicted for space */
   uint64_t invalidations;     /* vectors dropped because the store changed them */
   uint64_t pool_bytes_used;   /* slab bytes holding live or not yet reclaimed vectors */
@@ -279,7 +289,9 @@ typedef struct fl_cache_table_stats {
 } fl_cache_table_stats;
 
 /* Totals, and per table when per_table is non-NULL (n_tables entries).
- * Thread-safe; a snapshot while queries run. */
+ * Thread-safe; a snapshot while queries run. It does not wait for admission
+ * rounds in flight (CUDA): admissions, index_entries, unified_entries and
+ * pool_bytes_used count the rounds that are over (see fl_cache_sync). */
 fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out,
                              fl_cache_table_stats *per_table, uint32_t n_tables);
 void fl_cache_stats_reset(fl_cache *c);

@@ -1,0 +1,85 @@
+/* admit_round.h: the CUDA backend's admission rounds, as the host sees them.
+ *
+ * A round admits one batch's unique misses on the maintenance stream
+ * (fusion/admit_kernels.cu) while fl_query has already returned. The host
+ * does no work per miss: it prepares the round (settles the last one, makes
+ * room, tops up the reservoirs, uploads which tables changed in the store
+ * since the batch's fetch) and reads its status once it is over.
+ *
+ * Reservoirs: one device-resident free list of slab slots per class, filled
+ * from the pool (pool.h, the single owner of slab memory) with as many slots
+ * as the next round may take. Slots on a reservoir count as used in the pool
+ * and as reserved in the part (fl_part.reserved_bytes), not as live vectors.
+ * Slots whose insert did not publish go back on the reservoir on the device.
+ *
+ * Rounds of one part never overlap: prepare waits for the last round first
+ * (by then it is normally long over). Everything here runs under c->lock. */
+#ifndef FL_CACHE_ADMIT_ROUND_H
+#define FL_CACHE_ADMIT_ROUND_H
+
+#include <stdint.h>
+
+#include "include/fleche.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fl_cache;
+
+/* Round counters, in fl_admit_dev.count. */
+enum {
+  FL_ROUND_ADMITTED = 0,  /* vectors published, promotions included */
+  FL_ROUND_PROMOTED = 1,  /* of which replaced a unified-index pointer */
+  FL_ROUND_POINTERS = 2,  /* unified-index pointers published */
+  FL_ROUND_POINTER_CANDIDATES = 3,
+  FL_ROUND_COUNTS = 4
+};
+
+/* The device state of a part's rounds, passed by value into the kernels. */
+typedef struct fl_admit_dev {
+  uint64_t *top;             /* per class: slots on the reservoir (persistent) */
+  uint64_t *granted;         /* per class: coin winners given a slot this round */
+  uint64_t *wanted;          /* per class: coin winners this round */
+  unsigned long long *count; /* FL_ROUND_COUNTS, zeroed per round */
+  uint32_t *ret_n;           /* per class: slots to put back (insert not published) */
+  uint32_t *cand;            /* per class and priority bucket: coin winners */
+  uint32_t *base;            /* per class and bucket: rank of the bucket's first winner */
+  uint64_t **res;            /* per class: the reservoir, slots at [0, top) */
+  uint64_t **ret;            /* per class: slots to put back */
+  const uint8_t *skip;       /* per table: 1 when the store changed it since the fetch */
+  uint32_t n_classes;
+} fl_admit_dev;
+
+typedef struct fl_admit_round {
+  fl_admit_dev dev;   /* views into state_d */
+  void *state_d;      /* device: every array of dev in one allocation */
+  uint64_t *status_h; /* pinned: top, granted, wanted (per class), count */
+  uint8_t *skip_h;    /* pinned: per table, this round's skip flags */
+  uint64_t *refill_h; /* pinned: slots pushed this round */
+  uint64_t refill_cap;
+  uint64_t **res, **ret; /* per class: device arrays (host copies of the pointers) */
+  uint64_t *cap;      /* per class: capacity of res and ret, in slots */
+  uint64_t *top;      /* per class: slots on the reservoir, exact once settled */
+  void *event;        /* cudaEvent_t: the round in flight is over when it fires */
+} fl_admit_round;
+
+/* Per part of a CUDA cache (fl_part.round); the host backend has none. */
+fl_status fl_round_create(struct fl_cache *c, uint32_t part);
+void fl_round_destroy(struct fl_cache *c, uint32_t part);
+/* Applies the finished round's status to the part's counts (entries,
+ * pointers, admissions, reservoirs). wait = 0: only if it is already over. */
+fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
+/* Readies a round: settles the last, makes room, gives each class at least
+ * need[cls] reservoir slots where the pool has them, and uploads skip
+ * (n_tables flags). The caller then launches the round's kernels on the
+ * maintenance stream and calls fl_round_end. */
+fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *need,
+                           const uint8_t *skip);
+/* Enqueues the status download and the round's end event. */
+fl_status fl_round_end(struct fl_cache *c, uint32_t part);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

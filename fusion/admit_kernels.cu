@@ -1,0 +1,144 @@
+// admit_kernels.cu: a CUDA admission round, four kernels on the maintenance
+// stream. choose: one thread per uid decides (the coin, the pointer rule) and
+// ranks coin winners per class and priority bucket. grant: per class, the
+// buckets' first ranks (most frequent first) and how many winners the
+// reservoir serves. publish: one warp per uid copies the row from the staging
+// into its slot, then publishes it in the index. restock: slots whose insert
+// did not publish go back on the reservoir. All index writes of a cache run
+// on this one stream, so no two writers race on a key (index.h).
+#include "fusion/admit_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include "cache/admission.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr uint32_t kNone = 0xffffffffu;
+constexpr uint32_t kPointer = 0x80000000u;  // choice: pointer candidate, ordinal below
+constexpr uint32_t kRankBits = 27;          // choice: bucket << 27 | rank
+
+unsigned grid_for(uint64_t threads) {
+  uint64_t g = (threads + kThreads - 1) / kThreads;
+  if (g > 132ull * 64) g = 132ull * 64;
+  return (unsigned)(g ? g : 1);
+}
+
+// The uid's arg, staging row, kind, flat key and set slot; false when unused.
+__device__ bool unique_row(const fl_admit_batch &b, uint64_t uid, uint32_t *arg, uint64_t *row,
+                           int *pointer, uint64_t *key, uint64_t *slot) {
+  if (!fl_miss_resolve(b.key_offsets, b.args, b.n_args, b.m.per_arg, uid, arg, row, pointer))
+    return false;
+  const fl_batch_arg &a = b.args[*arg];
+  *slot = b.m.uniq_slot[uid];
+  uint64_t id = fl_miss_set_id(&b.m.set, fl_miss_set_base(a.key_offset, *arg), a.n, *slot);
+  fl_code code = b.codes[a.table];
+  fl_code_encode(&code, b.v.key_bits, id, key);  // in range: the index kernel encoded it
+  return true;
+}
+
+__global__ void choose(fl_admit_batch b, fl_admit_dev d) {
+  for (uint64_t uid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; uid < b.n_keys;
+       uid += (uint64_t)gridDim.x * blockDim.x) {
+    uint32_t arg, choice = kNone;
+    uint64_t row, key, slot;
+    int pointer;
+    if (unique_row(b, uid, &arg, &row, &pointer, &key, &slot) && !d.skip[b.args[arg].table]) {
+      int room = b.pointer_room > 0;
+      uint64_t ref = room && !pointer ? b.m.uniq_refs[uid] : 0;
+      fl_admit_choice c = fl_admit_choose(b.seed, b.now, key, b.threshold, pointer, ref, room);
+      if (c == FL_ADMIT_CACHE) {
+        uint32_t cls = b.table_cls[b.args[arg].table];
+        uint32_t bucket = fl_admit_bucket(b.m.set.count[slot]);
+        uint32_t rank = atomicAdd(&d.cand[cls * FL_ADMIT_BUCKETS + bucket], 1u);
+        if (rank < (1u << kRankBits)) choice = bucket << kRankBits | rank;
+      } else if (c == FL_ADMIT_POINTER) {
+        unsigned long long o = atomicAdd(&d.count[FL_ROUND_POINTER_CANDIDATES], 1ull);
+        if (o < b.pointer_room && o < kPointer - 1) choice = kPointer | (uint32_t)o;
+      }
+    }
+    b.choice[uid] = choice;
+  }
+}
+
+__global__ void grant(fl_admit_dev d) {
+  for (uint32_t k = threadIdx.x; k < d.n_classes; k += blockDim.x) {
+    uint64_t running = 0;
+    for (uint32_t bucket = FL_ADMIT_BUCKETS; bucket-- > 0;) {
+      d.base[k * FL_ADMIT_BUCKETS + bucket] = (uint32_t)running;
+      running += d.cand[k * FL_ADMIT_BUCKETS + bucket];
+    }
+    d.wanted[k] = running;
+    d.granted[k] = running < d.top[k] ? running : d.top[k];
+  }
+}
+
+__global__ void publish(fl_admit_batch b, fl_admit_dev d) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+  for (uint64_t uid = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; uid < b.n_keys;
+       uid += warps) {
+    uint32_t choice = b.choice[uid], arg;
+    if (choice == kNone) continue;
+    uint64_t row, key, set_slot;
+    int pointer;
+    unique_row(b, uid, &arg, &row, &pointer, &key, &set_slot);
+    if (choice & kPointer) {
+      if (lane == 0 && fl_index_insert(&b.v, key, b.m.uniq_refs[uid] | FL_LOC_DRAM_BIT, b.now) ==
+                           FL_INSERT_DONE)
+        atomicAdd(&d.count[FL_ROUND_POINTERS], 1ull);
+      continue;
+    }
+    const fl_batch_arg &a = b.args[arg];
+    uint32_t cls = b.table_cls[a.table];
+    uint64_t ord = d.base[cls * FL_ADMIT_BUCKETS + (choice >> kRankBits)] +
+                   (choice & ((1u << kRankBits) - 1));
+    if (ord >= d.granted[cls]) continue;  // the reservoir ran out: lower priority
+    uint64_t slot = d.res[cls][d.top[cls] - 1 - ord];
+    // Staged rows pack at vec_bytes: 4-byte words, or 2-byte ones for fp16
+    // rows of odd dimension. Slots are 16-byte aligned.
+    const uint8_t *src = b.staging + b.stage_base[arg] + row * a.vec_bytes;
+    if (((uint64_t)src & 3u) == 0 && (a.vec_bytes & 3u) == 0) {
+      for (uint32_t w = lane; w < a.vec_bytes / 4; w += 32)
+        ((uint32_t *)slot)[w] = ((const uint32_t *)src)[w];
+    } else {
+      for (uint32_t w = lane; w < a.vec_bytes / 2; w += 32)
+        ((uint16_t *)slot)[w] = ((const uint16_t *)src)[w];
+    }
+    __threadfence();  // the row before the pointer to it
+    __syncwarp();
+    if (lane == 0) {
+      fl_insert_result r = fl_index_insert(&b.v, key, slot, b.now);
+      if (r == FL_INSERT_DONE || r == FL_INSERT_PROMOTED) {
+        atomicAdd(&d.count[FL_ROUND_ADMITTED], 1ull);
+        if (r == FL_INSERT_PROMOTED) atomicAdd(&d.count[FL_ROUND_PROMOTED], 1ull);
+      } else {
+        d.ret[cls][atomicAdd(&d.ret_n[cls], 1u)] = slot;
+      }
+    }
+  }
+}
+
+// One block per class: the granted slots leave the reservoir's top, the
+// returned ones go back on it.
+__global__ void restock(fl_admit_dev d) {
+  uint32_t k = blockIdx.x;
+  uint64_t keep = d.top[k] - d.granted[k];
+  uint32_t back = d.ret_n[k];
+  for (uint32_t i = threadIdx.x; i < back; i += blockDim.x) d.res[k][keep + i] = d.ret[k][i];
+  __syncthreads();
+  if (threadIdx.x == 0) d.top[k] = keep + back;
+}
+
+}  // namespace
+
+extern "C" int fl_launch_admit_round(fl_admit_batch b, fl_admit_dev d, void *stream) {
+  cudaStream_t s = (cudaStream_t)stream;
+  if (b.n_keys == 0 || d.n_classes == 0) return 0;
+  choose<<<grid_for(b.n_keys), kThreads, 0, s>>>(b, d);
+  grant<<<1, 32, 0, s>>>(d);
+  publish<<<grid_for(b.n_keys * 32), kThreads, 0, s>>>(b, d);
+  restock<<<d.n_classes, kThreads, 0, s>>>(d);
+  return (int)cudaGetLastError();
+}

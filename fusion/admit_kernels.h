@@ -1,0 +1,42 @@
+/* admit_kernels.h: the launcher of a CUDA admission round (admit_kernels.cu):
+ * choosing, slot granting, copying and publishing a batch's unique misses on
+ * the maintenance stream, with no host work per row. */
+#ifndef FL_FUSION_ADMIT_KERNELS_H
+#define FL_FUSION_ADMIT_KERNELS_H
+
+#include "cache/admit_round.h"
+#include "fusion/query_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A batch's unique misses as a round reads them; device pointers (uniq_refs
+ * in m is pinned host memory). */
+typedef struct fl_admit_batch {
+  fl_index_view v;
+  const fl_code *codes;        /* per table */
+  const uint32_t *table_cls;   /* per table: slab class in the part's pool */
+  const fl_batch_arg *args;
+  const uint64_t *key_offsets; /* the args' first positions */
+  uint32_t n_args;
+  uint64_t n_keys;             /* uids are [0, n_keys) */
+  fl_miss_out m;
+  const uint64_t *stage_base;  /* per arg: its rows' byte offset in staging */
+  const uint8_t *staging;      /* the unique rows fetched from the store */
+  uint32_t *choice;            /* per uid: scratch for the round */
+  uint64_t seed, threshold;    /* the coin (cache/admission.h) */
+  uint32_t now;                /* batch counter: the coin's input, the LRU clock */
+  uint64_t pointer_room;       /* unified-index pointers the part may still take */
+} fl_admit_batch;
+
+/* Enqueues the round on `stream` (the maintenance stream): choose (coin,
+ * priority bucket by in-batch count, pointer candidates), grant (reservoir
+ * slots per class, most frequent rows first), publish (row copy into the
+ * slot, index insert; slots not published go back), restock. */
+int fl_launch_admit_round(fl_admit_batch b, fl_admit_dev d, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
