@@ -1,7 +1,7 @@
 /* admission.h: the probabilistic admission coin, shared by both backends. A
- * missed vector enters the cache with probability p; the coin is a pure
- * function of (seed, batch, key), so runs are reproducible and every backend
- * admits the same keys. When the pool has fewer free slots than coin winners,
+ * missed vector enters the cache with probability p per missed lookup (one
+ * decision per row and batch); the coin is a pure function of (seed, batch,
+ * key), so runs are reproducible and every backend admits the same keys. When the pool has fewer free slots than coin winners,
  * the rows most frequent in the batch go first. */
 #ifndef FL_CACHE_ADMISSION_H
 #define FL_CACHE_ADMISSION_H
@@ -9,7 +9,7 @@
 #include "common/hash.h"
 
 /* The coin's threshold for probability p: admit when the hash is below it. */
-static inline uint64_t fl_admit_threshold(double p) {
+FL_HD uint64_t fl_admit_threshold(double p) {
   if (!(p > 0.0)) return 0;
   if (p >= 1.0) return ~0ull;
   return (uint64_t)(p * 18446744073709551616.0);
@@ -38,13 +38,25 @@ typedef enum fl_admit_choice {
   FL_ADMIT_POINTER = 2  /* a store miss that stays out of the cache leaves a pointer */
 } fl_admit_choice;
 
-/* pointer_row: the row was a unified-index pointer hit; ref: the store row
- * of a store miss (0 when unknown or absent); room: 1 while the unified
- * index takes pointers. */
+/* The coin of a row missed `count` times in one batch: every missed lookup
+ * is a chance, so it wins with probability 1 - (1 - p)^count, drawn once
+ * from the same hash (one decision per row and batch). */
+FL_HD int fl_admit_counted(uint64_t seed, uint64_t batch, uint64_t key, uint64_t threshold,
+                           uint32_t count) {
+  if (count <= 1 || threshold == 0 || threshold == ~0ull)
+    return fl_admit(seed, batch, key, threshold);
+  double miss = 1.0 - (double)threshold * (1.0 / 18446744073709551616.0), all = 1.0;
+  for (uint32_t i = 0; i < count && all > 1e-12; i++) all *= miss;
+  return fl_admit(seed, batch, key, fl_admit_threshold(1.0 - all));
+}
+
+/* pointer_row: the row was a unified-index pointer hit; count: its missed
+ * lookups in the batch; ref: the store row of a store miss (0 when unknown
+ * or absent); room: 1 while the unified index takes pointers. */
 FL_HD fl_admit_choice fl_admit_choose(uint64_t seed, uint64_t batch, uint64_t key,
-                                      uint64_t threshold, int pointer_row, uint64_t ref,
-                                      int room) {
-  if (fl_admit(seed, batch, key, threshold)) return FL_ADMIT_CACHE;
+                                      uint64_t threshold, uint32_t count, int pointer_row,
+                                      uint64_t ref, int room) {
+  if (fl_admit_counted(seed, batch, key, threshold, count)) return FL_ADMIT_CACHE;
   return !pointer_row && ref && room ? FL_ADMIT_POINTER : FL_ADMIT_NONE;
 }
 

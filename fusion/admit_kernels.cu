@@ -47,10 +47,12 @@ __global__ void choose(fl_admit_batch b, fl_admit_dev d) {
     if (unique_row(b, uid, &arg, &row, &pointer, &key, &slot) && !d.skip[b.args[arg].table]) {
       int room = b.pointer_room > 0;
       uint64_t ref = room && !pointer ? b.m.uniq_refs[uid] : 0;
-      fl_admit_choice c = fl_admit_choose(b.seed, b.now, key, b.threshold, pointer, ref, room);
+      uint32_t count = b.m.set.count[slot];
+      fl_admit_choice c =
+          fl_admit_choose(b.seed, b.now, key, b.threshold, count, pointer, ref, room);
       if (c == FL_ADMIT_CACHE) {
         uint32_t cls = b.table_cls[b.args[arg].table];
-        uint32_t bucket = fl_admit_bucket(b.m.set.count[slot]);
+        uint32_t bucket = fl_admit_bucket(count);
         uint32_t rank = atomicAdd(&d.cand[cls * FL_ADMIT_BUCKETS + bucket], 1u);
         if (rank < (1u << kRankBits)) choice = bucket << kRankBits | rank;
       } else if (c == FL_ADMIT_POINTER) {

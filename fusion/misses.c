@@ -78,10 +78,12 @@ void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *n
   fl_cache *c = b->c;
   double p = c->cfg.admit_probability;
   for (uint32_t a = 0; a < b->n_args; a++) {
-    /* Coin winners among n rows: n p on average; ask for 4 standard
-     * deviations more, so that a round rarely runs out by chance. */
-    double n = uniques(per_arg, a), mean = n * p;
-    double ask = p >= 1.0 ? n : mean + 4.0 * sqrt(mean * (1.0 - p)) + 1.0;
+    /* Coin winners among n rows: n p' on average, with p' the chance of a
+     * row missed twice (repeated rows win more often, admission.h); ask for
+     * 4 standard deviations more. An estimate: a round short of slots leaves
+     * its least frequent winners out. */
+    double pp = 1.0 - (1.0 - p) * (1.0 - p), n = uniques(per_arg, a), mean = n * pp;
+    double ask = p >= 1.0 ? n : mean + 4.0 * sqrt(mean * (1.0 - pp)) + 1.0;
     need[c->tables[b->args[a].table].cls] += (uint64_t)ask;
   }
 }

@@ -130,8 +130,9 @@ static fl_status admit(fl_part_batch *b, probe_ctx *x, const uint64_t *gen) {
       uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
       fl_code_encode(&c->tables[g->table].code, c->cfg.key_bits, id, &key);
       int pointer = r >= um;
-      fl_admit_choice ch = fl_admit_choose(c->cfg.seed, b->now, key, c->admit_threshold, pointer,
-                                           pointer ? 0 : x->uniq_refs[uid], room > 0);
+      fl_admit_choice ch =
+          fl_admit_choose(c->cfg.seed, b->now, key, c->admit_threshold, x->set.count[slot],
+                          pointer, pointer ? 0 : x->uniq_refs[uid], room > 0);
       if (ch == FL_ADMIT_NONE) continue;
       /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
       uint32_t slot_of = ch == FL_ADMIT_CACHE

@@ -212,7 +212,9 @@ typedef struct fl_config {
   fl_encoding_scheme encoding; /* default SIZE_AWARE */
   uint64_t budget_bytes;    /* cache memory, index plus slab pool, default 1 GiB */
   double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.5 */
-  double admit_probability; /* a missed vector enters the cache with this probability, default 0.5 */
+  double admit_probability; /* a missed vector enters the cache with this probability per
+                               missed lookup (1 - (1-p)^k for k lookups in one batch),
+                               default 0.5 */
   double high_watermark;    /* pool use fraction that starts eviction, default 0.95 */
   double low_watermark;     /* eviction stops under this fraction, default 0.80 */
   uint64_t unified_entries; /* index entries pointing into the store, default 0 */

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -447,6 +448,129 @@ TEST_P(CacheTest, UnifiedIndexWithEvictionsAndPromotion) {
   EXPECT_GT(s.evictions, 0u);
   EXPECT_LE(s.unified_entries, 3000u);
   EXPECT_EQ(s.hits + s.dram_hits + s.misses, s.lookups);
+}
+
+// Misses are deduplicated before the store is asked: a batch holding a few
+// ids many times looks each id up in the store once, and every position
+// still gets its row.
+TEST_P(CacheTest, DuplicateMissesAreFetchedOnce) {
+  fl::Cache c = MakeCache(Config(8 << 20, 0.0));  // admit nothing: every lookup misses
+  ASSERT_NE(c, nullptr);
+  std::vector<std::vector<uint64_t>> ids(tables_.size());
+  for (int i = 0; i < 600; i++) {
+    ids[2].push_back((uint64_t[]){5, 7, 19999}[i % 3]);
+    ids[3].push_back(HashedId(i % 2));
+  }
+  fl_store_table_stats before2, before3, after2, after3;
+  ASSERT_EQ(fl_store_stats(store_.get(), 2, &before2), FL_OK);
+  ASSERT_EQ(fl_store_stats(store_.get(), 3, &before3), FL_OK);
+  std::vector<float> out2(600 * 64), out3(600 * 16);
+  fl_table_query q[2] = {{2, ids[2].data(), 600, out2.data()}, {3, ids[3].data(), 600, out3.data()}};
+  FL_ASSERT_OK_CACHE(fl_query(c.get(), q, 2, nullptr), c.get());
+  if (GetParam().backend == FL_BACKEND_CUDA) ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(fl_store_stats(store_.get(), 2, &after2), FL_OK);
+  ASSERT_EQ(fl_store_stats(store_.get(), 3, &after3), FL_OK);
+  EXPECT_EQ(after2.lookups - before2.lookups, 3u);
+  EXPECT_EQ(after3.lookups - before3.lookups, 2u);
+  fl_cache_table_stats per[4];
+  fl_cache_stats st;
+  ASSERT_EQ(fl_cache_stats_get(c.get(), &st, per, 4), FL_OK);
+  EXPECT_EQ(per[2].misses, 600u);  // positions, not unique rows
+  QueryAndCheck(c.get(), ids, nullptr, false);
+}
+
+// Async admission (CUDA) racing queries on several streams, cache clears,
+// unified-index resizing and store writes that invalidate: the writes put
+// back the values the store already holds, so the oracle stays exact while
+// every invalidation path runs.
+TEST_P(CacheTest, AdmissionRacesQueriesClearsAndInvalidations) {
+  fl_config cfg = Config(1 << 20, 0.6);
+  cfg.unified_entries = 500;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::thread writer([&] {
+    std::mt19937_64 rng(77);
+    std::vector<uint64_t> ids(32);
+    std::vector<float> rows(32 * 64);
+    for (int round = 0; !stop; round++) {
+      for (size_t i = 0; i < ids.size(); i++) {
+        ids[i] = (uint64_t)(rng() % 2000);  // the hot end of the readers' skew
+        for (int j = 0; j < 64; j++) rows[i * 64 + j] = fl_synthetic_value(7, 2, ids[i], j);
+      }
+      if (fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data()) != FL_OK) failures++;
+      if (round % 5 == 0 && fl_cache_clear(c.get()) != FL_OK) failures++;
+      if (round % 7 == 0 && fl_cache_set_unified_entries(c.get(), (round / 7) % 2 ? 0 : 500) != FL_OK)
+        failures++;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int th = 0; th < 3; th++) {
+    readers.emplace_back([&, th] {
+      cudaStream_t stream = nullptr;
+      if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
+      std::mt19937_64 rng(200 + th);
+      for (int batch = 0; batch < 25; batch++) {
+        QueryAndCheck(c.get(), Ids(rng, 300 + 40 * th), stream,
+                      GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
+        if (HasFailure()) failures++;
+      }
+      if (stream) cudaStreamDestroy(stream);
+    });
+  }
+  for (auto &t : readers) t.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(failures.load(), 0);
+  fl_cache_stats st = Stats(c.get());
+  EXPECT_GT(st.admissions, 0u);
+  EXPECT_GT(st.invalidations + st.evictions, 0u);
+  EXPECT_EQ(st.hits + st.dram_hits + st.misses, st.lookups);
+}
+
+// A pool that fills in every batch: each batch brings more one-off ids than
+// the pool holds, in the first tables, and one id the last table looks up
+// many times. Admission prefers ids frequent in the batch, whatever their
+// table: the hot id of the last table gets cached and hits from then on.
+TEST_P(CacheTest, HottestKeyOfTheLastTableIsCachedWhenThePoolFills) {
+  std::vector<fl_table_desc> t(4, fl_table_desc{nullptr, 1u << 20, 16, FL_FP32, FL_IDS_DENSE});
+  t[3].corpus_size = 100;  // one vector class: every table competes for the same slots
+  fl_store *s = nullptr;
+  ASSERT_EQ(fl_store_create(t.data(), 4, 2, &s), FL_OK);
+  fl::Store store(s);
+  for (uint32_t k = 0; k < 4; k++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s, k, 3), s);
+  fl_config cfg = Config(256 << 10, 1.0);  // about 2,700 vectors: less than one batch
+  fl_cache *raw = nullptr;
+  ASSERT_EQ(fl_cache_create(s, &cfg, &raw), FL_OK) << fl_cache_last_error(nullptr);
+  fl::Cache c(raw);
+  const size_t kFlood = 1500, kHot = 40;
+  std::vector<std::vector<uint64_t>> ids(4);
+  std::vector<std::vector<float>> out(4);
+  for (int batch = 0; batch < 6; batch++) {
+    std::vector<fl_table_query> q;
+    for (uint32_t k = 0; k < 4; k++) {
+      ids[k].clear();
+      for (size_t i = 0; i < (k < 3 ? kFlood : kHot); i++)
+        ids[k].push_back(k < 3 ? (uint64_t)batch * kFlood + i : 7);  // fresh ids; the hot one
+      out[k].assign(ids[k].size() * 16, 0.0f);
+      q.push_back({k, ids[k].data(), ids[k].size(), out[k].data()});
+    }
+    fl_cache_stats_reset(c.get());
+    FL_ASSERT_OK_CACHE(fl_query(c.get(), q.data(), 4, nullptr), c.get());
+    if (GetParam().backend == FL_BACKEND_CUDA) ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+    fl_cache_stats st;
+    fl_cache_table_stats per[4];
+    ASSERT_EQ(fl_cache_stats_get(c.get(), &st, per, 4), FL_OK);
+    if (batch > 0) {
+      EXPECT_EQ(per[3].hits, kHot) << "batch " << batch;
+      EXPECT_GT(st.pool_bytes_used, st.pool_bytes / 2) << "the pool should be full: batch " << batch;
+    }
+    for (size_t i = 0; i < kHot; i++)
+      ASSERT_EQ(out[3][i * 16 + 5], fl_synthetic_value(3, 3, 7, 5));
+  }
 }
 
 TEST_P(CacheTest, BudgetIsRespected) {
