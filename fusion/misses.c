@@ -53,8 +53,12 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
       rq[nr++] = (fl_ref_query){g->table, ids + top, refs + top, ptr,
                                 out + (uint64_t)miss * g->vec_bytes};
   }
+  uint64_t t0 = fl_now_ns(), rows = 0;
+  for (uint32_t a = 0; a < b->n_args; a++) rows += uniques(per_arg, a);
   fl_status st = nq ? fl_store_gather(c->store, q, nq, c->cfg.missing, NULL) : FL_OK;
   if (st == FL_OK && nr) st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL);
+  atomic_fetch_add(&c->ns_store_gather, fl_now_ns() - t0);
+  atomic_fetch_add(&c->unique_misses, rows);
   if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(c->store));
   free(q);
   free(rq);

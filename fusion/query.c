@@ -89,3 +89,12 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
   free(query_of);
   return st;
 }
+
+fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: cache is NULL");
+  if (keys > 0xffffffffull)
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %llu keys, more than 2^32-1",
+                   (unsigned long long)keys);
+  if (queries > FL_LAUNCH_MAX_QUERIES) queries = FL_LAUNCH_MAX_QUERIES;
+  return c->backend == FL_BACKEND_CUDA ? fl_query_cuda_reserve(c, keys, queries) : FL_OK;
+}

@@ -44,6 +44,9 @@ void fl_misses_skip(const fl_part_batch *b, const uint64_t *gen, uint8_t *skip);
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);
 fl_status fl_query_part_cuda(fl_part_batch *b);
+/* Grows one CUDA scratch set to a batch of `keys` keys in `queries` args of
+ * the widest table, ids and outputs on the device (fl_cache_reserve). */
+fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries);
 
 /* Adds a part batch's lookups, misses and pointer hits to the per-table
  * counters. */

@@ -89,7 +89,7 @@ static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
  * the device (upload block at D + l->upload) once `ready` fires on the
  * caller's stream. Under c->lock. */
 static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, const uint64_t *gen,
-                             const uint32_t *per_arg) {
+                             const uint32_t *per_arg, int have_refs) {
   fl_cache *c = b->c;
   fl_part *p = &c->parts[b->part];
   uint32_t n_cls = p->pool.n_classes;
@@ -128,7 +128,8 @@ static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, c
       .seed = c->cfg.seed,
       .threshold = c->admit_threshold,
       .now = b->now,
-      .pointer_room = limit > p->dram_entries ? limit - p->dram_entries : 0,
+      /* New pointers need the store references fetched with the rows. */
+      .pointer_room = have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0,
   };
   cudaStream_t ms = (cudaStream_t)c->cuda->maint;
   int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
@@ -292,7 +293,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     uint64_t t2 = fl_now_ns();
     atomic_fetch_add(&c->ns_miss_fetch, t2 - t1);
     pthread_mutex_lock(&c->lock);
-    st = admit_round(b, &l, x, gen, per_arg);
+    st = admit_round(b, &l, x, gen, per_arg, want_refs);
     pthread_mutex_unlock(&c->lock);
     atomic_fetch_add(&c->ns_admission, fl_now_ns() - t2);
   }
@@ -333,5 +334,17 @@ done:
   free(gen);
   free(dargs);
   free(host_out);
+  return st;
+}
+
+fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
+  fl_part_batch b = {.c = c, .n_args = queries, .n_keys = keys};
+  for (uint32_t t = 0; t < c->n_tables; t++)
+    if (c->tables[t].vec_bytes > b.max_row) b.max_row = c->tables[t].vec_bytes;
+  layout l;
+  plan_layout(&b, 0, 0, &l);
+  fl_scratch *x;
+  fl_status st = fl_cuda_scratch_acquire(c, l.total, l.host_total, &x);
+  if (st == FL_OK) fl_cuda_scratch_release(c, x);
   return st;
 }

@@ -256,6 +256,14 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
  * fl_query returns; this returns at once. Thread-safe. */
 fl_status fl_cache_sync(fl_cache *c);
 
+/* Allocates, ahead of time, the query buffers (device and pinned host) for
+ * one fl_query of up to `keys` ids in up to `queries` queries with ids and
+ * outputs in device memory, as a server does at start-up: the first such
+ * query then pays no allocation. Buffers otherwise grow on demand (by 1.5x);
+ * concurrent callers get buffer sets of their own. Host backend: nothing to
+ * do. Thread-safe. */
+fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries);
+
 /* Sets how many index entries may point into the store (the unified index).
  * Thread-safe with queries. */
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n);
@@ -281,7 +289,11 @@ typedef struct fl_cache_stats {
   double ns_index;            /* wall time in encode + index probe */
   double ns_hit_copy;         /* ... in hit copies */
   double ns_miss_fetch;       /* ... fetching misses from the store */
-  double ns_admission;        /* ... admitting and evicting */
+  double ns_admission;        /* ... admitting and evicting (CUDA: preparing the round) */
+  uint64_t unique_misses;     /* rows fetched from the store: misses and pointer hits,
+                                 once per distinct id and query in a call */
+  double ns_store_gather;     /* wall time inside the store's gathers (part of
+                                 ns_miss_fetch) */
   double gpu_ns_index;        /* CUDA with cfg.profile: device time of the fused index kernel */
   double gpu_ns_hit_copy;     /* ... of the hit-copy kernel */
 } fl_cache_stats;

@@ -236,8 +236,19 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
   if (o->admit >= 0) cfg.admit_probability = o->admit;
   cfg.host_threads = o->threads;
   fl_status s = fl_cache_create(w->store, &cfg, out);
-  if (s != FL_OK)
+  if (s != FL_OK) {
     fprintf(stderr, "error: creating the cache (budget %llu bytes): %s: %s\n",
             (unsigned long long)cfg.budget_bytes, fl_status_name(s), fl_cache_last_error(NULL));
+    return s;
+  }
+  /* As a server would at start-up: query buffers for a whole batch (one id
+   * per table and sample), so the first batch pays no allocation. */
+  s = fl_cache_reserve(*out, (uint64_t)o->batch * w->n_tables, w->n_tables);
+  if (s != FL_OK) {
+    fprintf(stderr, "error: reserving query buffers: %s: %s\n", fl_status_name(s),
+            fl_cache_last_error(*out));
+    fl_cache_destroy(*out);
+    *out = NULL;
+  }
   return s;
 }
