@@ -408,7 +408,6 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->ns_admission = (double)atomic_load(&m->ns_admission);
   out->unique_misses = atomic_load(&m->unique_misses);
   out->ns_store_gather = (double)atomic_load(&m->ns_store_gather);
-  out->ns_admission_wait = (double)atomic_load(&m->ns_admission_wait);
   out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   pthread_mutex_lock(&m->lock);
@@ -453,7 +452,6 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->ns_admission, 0);
   atomic_store(&c->unique_misses, 0);
   atomic_store(&c->ns_store_gather, 0);
-  atomic_store(&c->ns_admission_wait, 0);
   atomic_store(&c->gpu_ns_index, 0);
   atomic_store(&c->gpu_ns_hit_copy, 0);
 }

@@ -30,11 +30,6 @@ typedef struct fl_scratch {
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
   int in_use;         /* taken by a running fl_query */
-  /* The batch shape whose miss set (fusion/miss_set.h) in dev is known to be
-   * empty, so its next query skips clearing it; clean_dev NULL: none. */
-  void *clean_dev;
-  uint64_t clean_keys;
-  uint32_t clean_args;
 } fl_scratch;
 
 typedef struct fl_cuda_state {
