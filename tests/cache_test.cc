@@ -467,7 +467,9 @@ TEST_P(CacheTest, DuplicateMissesAreFetchedOnce) {
   std::vector<float> out2(600 * 64), out3(600 * 16);
   fl_table_query q[2] = {{2, ids[2].data(), 600, out2.data()}, {3, ids[3].data(), 600, out3.data()}};
   FL_ASSERT_OK_CACHE(fl_query(c.get(), q, 2, nullptr), c.get());
-  if (GetParam().backend == FL_BACKEND_CUDA) ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (GetParam().backend == FL_BACKEND_CUDA) {
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
   ASSERT_EQ(fl_store_stats(store_.get(), 2, &after2), FL_OK);
   ASSERT_EQ(fl_store_stats(store_.get(), 3, &after3), FL_OK);
   EXPECT_EQ(after2.lookups - before2.lookups, 3u);
@@ -559,7 +561,9 @@ TEST_P(CacheTest, HottestKeyOfTheLastTableIsCachedWhenThePoolFills) {
     }
     fl_cache_stats_reset(c.get());
     FL_ASSERT_OK_CACHE(fl_query(c.get(), q.data(), 4, nullptr), c.get());
-    if (GetParam().backend == FL_BACKEND_CUDA) ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    if (GetParam().backend == FL_BACKEND_CUDA) {
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    }
     FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
     fl_cache_stats st;
     fl_cache_table_stats per[4];

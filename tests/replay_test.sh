@@ -40,6 +40,10 @@ rc=0; "$REPLAY" "$T/cut.fltr" 2> "$T/err.txt" || rc=$?
 [ "$rc" = 1 ] || fail "truncated trace exits 1, got $rc"
 grep -q "offset .*truncated" "$T/err.txt" || fail "truncation names the offset"
 
+: > "$T/empty.txt"
+rc=0; "$REPLAY" "$T/empty.txt" 2> "$T/err.txt" || rc=$?
+[ "$rc" = 1 ] || fail "empty trace exits 1, got $rc"
+grep -q "no lookups" "$T/err.txt" || fail "empty trace message: $(cat "$T/err.txt")"
 rc=0; "$REPLAY" --no-such-option 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "usage error exits 2, got $rc"
 rc=0; "$REPLAY" --batch 0 2> /dev/null || rc=$?

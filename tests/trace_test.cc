@@ -175,6 +175,21 @@ TEST(Criteo, RowWithMissingFieldsIsRejected) {
   EXPECT_NE(msg.find("line 2: 3 fields, expected 26"), std::string::npos) << msg;
 }
 
+// A file with no lookups is an error whatever its format, not an empty replay.
+TEST(Trace, EmptyFileIsAClearError) {
+  for (auto c : {std::make_pair(std::string(""), FL_TRACE_AUTO),
+                 std::make_pair(std::string(""), FL_TRACE_CRITEO),
+                 std::make_pair(std::string("# only a comment\n\n"), FL_TRACE_AUTO),
+                 std::make_pair(std::string("\n\n"), FL_TRACE_TEXT)}) {
+    std::string p = WriteFile("empty.txt", c.first);
+    fl_trace *t = nullptr;
+    EXPECT_EQ(fl_trace_open(p.c_str(), c.second, 4, &t), FL_ERR_FORMAT) << "'" << c.first << "'";
+    EXPECT_EQ(t, nullptr);
+    EXPECT_NE(std::string(fl_trace_last_error(nullptr)).find("no lookups"), std::string::npos)
+        << fl_trace_last_error(nullptr);
+  }
+}
+
 TEST(Criteo, MissingFileIsAnIoError) {
   ReadError(TmpPath("does-not-exist.tsv"), FL_TRACE_CRITEO, FL_ERR_IO);
 }
