@@ -4,16 +4,14 @@
  * table.h (fl_table_ref, fl_table_read_ref).
  *
  * Why a stale reference cannot return a wrong row: slots never move and are
- * freed only with the store, so reading one is always safe; a slot's owner id
- * and vector are written together under the slot's seqlock (striped by slot
- * address, so a reader needs no slot number), and a remove sets the owner to
- * ~id before the slot is reused. A consistent copy whose owner is the id asked
- * for is therefore that id's current row, with one exception: a slot of id X
- * reused by id ~X, which is then removed, reads as owned by X again. A hashed
- * table holding both X and ~X, and a reference to X outliving both the
- * remove-callback of X and the whole life of ~X in that slot, is the only way
- * to an old row; a plain lookup (fl_table_read) has the same window, only
- * shorter. */
+ * freed only with the store, so reading one is always safe; a slot's owner id,
+ * its live flag and its vector are written together under the slot's seqlock
+ * (striped by slot address, so a reader needs no slot number), and a remove
+ * clears the live flag before the slot can be reused. A consistent copy of a
+ * live slot owned by the id asked for is therefore that id's current row,
+ * however often the slot changed hands since the reference was taken (a
+ * removed id's old slot reused by another id, itself removed, stays not
+ * live). Anything else falls back to a lookup by id. */
 #include <stdlib.h>
 
 #include "dram_store/store_impl.h"

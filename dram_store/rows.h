@@ -17,8 +17,14 @@
 #include "dram_store/grace.h"
 #include "dram_store/mem.h"
 
+/* Written under the slot's seqlock together with the vector. A reader
+ * holding a reference keeps a copy only when live and owner is its id: a
+ * live slot holds exactly its owner's current row, whatever ids the slot
+ * held before (no owner value can stand for "removed", since hashed ids take
+ * every 64-bit value: hence the second word). */
 typedef struct fl_row_head {
-  _Atomic uint64_t owner; /* the id this slot holds; ~id once that id was removed */
+  _Atomic uint64_t owner; /* the id this slot holds, or held last */
+  _Atomic uint64_t live;  /* 1 while owner's row is here, 0 once owner was removed */
 } fl_row_head;
 
 typedef struct fl_rows {

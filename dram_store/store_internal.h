@@ -42,10 +42,9 @@ fl_workers *fl_store_workers(fl_store *s);
  * readable while the store lives, but the slot may be handed to another id
  * (even before the remove's change callback runs: callbacks run after the
  * table's write lock is released, so a concurrent upsert can take the slot).
- * fl_store_gather_refs detects that through the slot's owner id, so a stale
- * reference costs a lookup by id, never a wrong row (see refs.c for the one
- * owner-id collision it cannot see). Re-adding a removed id gives it a new
- * slot: take a new reference. */
+ * fl_store_gather_refs detects that through the slot's owner id and live
+ * flag, so a stale reference costs a lookup by id, never a wrong row, however
+ * often the slot was reused (refs.c). */
 fl_status fl_store_refs(fl_store *s, uint32_t table, const uint64_t *ids, size_t n, uint64_t *refs);
 
 /* One table's rows to fetch by reference. */
@@ -59,7 +58,7 @@ typedef struct fl_ref_query {
 
 /* Multi-threaded gather by reference (the store's thread pool), each row read
  * under its seqlock and checked to still belong to ids[i] (hashed tables: the
- * slot's owner id); a row that no longer does is looked up by id as
+ * slot live and owned by ids[i]); a row that no longer does is looked up by id as
  * fl_store_gather would (zero-fill or FL_ERR_NOT_FOUND per policy). Counts
  * lookups in the table stats like fl_store_gather. missing (optional) as in
  * fl_store_gather. Inputs are validated as fl_store_gather does. */

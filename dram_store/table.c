@@ -89,6 +89,7 @@ int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->owner, id, memory_order_relaxed);
+  atomic_store_explicit(&h->live, 1, memory_order_relaxed);
   memcpy(h + 1, vec, t->row_bytes);
   fl_seq_write_end(s);
   if (fresh) {
@@ -102,11 +103,12 @@ int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
 int fl_table_erase(fl_table *t, uint64_t id) {
   uint32_t r = fl_hindex_erase(atomic_load(&t->index), id);
   if (r == FL_HROW_EMPTY) return 0;
-  /* Readers that still reach r through a stale probe see a foreign owner. */
+  /* Readers that still reach r through a stale probe or reference see a
+   * slot that is not live. */
   fl_row_head *h = fl_rows_slot(&t->slots, r);
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
-  atomic_store_explicit(&h->owner, ~id, memory_order_relaxed);
+  atomic_store_explicit(&h->live, 0, memory_order_relaxed);
   fl_seq_write_end(s);
   fl_rows_give(&t->slots, r);
   atomic_fetch_sub_explicit(&t->rows, 1, memory_order_relaxed);

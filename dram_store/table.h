@@ -97,18 +97,20 @@ static inline _Atomic uint32_t *fl_table_slot_seq(fl_table *t, const fl_row_head
   return fl_seq_of(&t->env->seq, t->id, (uintptr_t)h / sizeof *h);
 }
 
-/* Reader: copies slot h's vector into out, torn-free; returns the owner id
- * the copy belongs to (read together with the vector). */
-static inline uint64_t fl_table_read_slot(fl_table *t, fl_row_head *h, void *out) {
+/* Reader: copies slot h's vector into out, torn-free; returns 1 when the
+ * copy is id's current row (the slot live and owned by id, read together
+ * with the vector), else 0 (out then holds another row: overwrite it). */
+static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, void *out) {
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   uint32_t v;
-  uint64_t owner;
+  uint64_t owner, live;
   do {
     v = fl_seq_read_begin(s);
     owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
+    live = atomic_load_explicit(&h->live, memory_order_relaxed);
     memcpy(out, h + 1, t->row_bytes);
   } while (fl_seq_read_retry(s, v));
-  return owner;
+  return live && owner == id;
 }
 
 /* Reader: copies id's vector into out; 1 when found, 0 when a hashed table
@@ -129,7 +131,7 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
     uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
     if (r == FL_HROW_EMPTY) return 0;
     /* A stale slot (the id was removed, the slot reused): look again. */
-    if (fl_table_read_slot(t, fl_rows_slot(&t->slots, r), out) == id) return 1;
+    if (fl_table_read_slot(t, fl_rows_slot(&t->slots, r), id, out)) return 1;
   }
 }
 
@@ -171,7 +173,7 @@ static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref)
  * or the ref 0) id is looked up as fl_table_read does. Dense rows always
  * belong to their id, so the id is read directly. */
 static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out) {
-  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), out) == id) return 1;
+  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), id, out)) return 1;
   return fl_table_read(t, id, out);
 }
 

@@ -540,6 +540,37 @@ TEST(StoreRefsTest, ReusedSlotIsDetected) {
             std::vector<unsigned char>(out.begin() + 12, out.end()));
 }
 
+// The double reuse that an owner-only check cannot see: id x's slot goes to
+// ~x, which is then removed too. A stale reference to x must not read ~x's
+// old row as x's (before the live flag, a remove wrote owner = ~id, and ~~x
+// is x again).
+TEST(StoreRefsTest, DoubleReuseNeverReturnsAnotherIdsRow) {
+  Store s = MakeStore({Desc("h", 16, 4, FL_FP32, FL_IDS_HASHED)});
+  const uint64_t x = 0x1234, y = ~x;
+  auto put = [&](uint64_t id, float version) {
+    auto v = Vec(4, id, version);
+    ASSERT_EQ(fl_store_upsert(s.get(), 0, &id, 1, v.data()), FL_OK);
+  };
+  put(x, 1);
+  uint64_t ref_x = Refs(s.get(), 0, {x})[0];
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, &x, 1), s.get());
+  put(y, 2);
+  ASSERT_EQ(Refs(s.get(), 0, {y})[0], ref_x) << "~x did not take x's slot: the test needs it";
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 0, &y, 1), s.get());
+  uint64_t missing = 0;
+  auto out = GatherRefs(s.get(), 0, {x}, {ref_x | 1}, FL_MISSING_ZERO, &missing);
+  EXPECT_EQ(missing, 1u) << "x is absent: its stale reference must not find ~x's old row";
+  EXPECT_EQ(out, std::vector<unsigned char>(16, 0));
+  fl_status st;
+  GatherRefs(s.get(), 0, {x}, {ref_x}, FL_MISSING_ERROR, nullptr, &st);
+  EXPECT_EQ(st, FL_ERR_NOT_FOUND);
+  // x back, in the same slot (LIFO reuse) or another: its current row.
+  put(x, 3);
+  out = GatherRefs(s.get(), 0, {x}, {ref_x}, FL_MISSING_ERROR, &missing);
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(out, Gather(s.get(), 0, {x}));
+}
+
 TEST(StoreRefsTest, ConcurrentWritersNoTornRows) {
   std::vector<fl_table_desc> d = {Desc("dense32", 64, 2048, FL_FP32, FL_IDS_DENSE),
                                   Desc("hash16", 64, 1031, FL_FP16, FL_IDS_HASHED),
