@@ -243,7 +243,10 @@ fl_backend fl_cache_backend(const fl_cache *c);
  * host memory only). CUDA backend: the call returns once all work is enqueued
  * on `stream`; out is complete when the stream reaches that point. Misses are
  * fetched from the store and offered for admission. Bad input (unknown table,
- * id out of range, NULL buffers) fails before anything changes.
+ * NULL buffers) fails before anything changes. An id out of range fails with
+ * FL_ERR_OUT_OF_RANGE and no admission; the rows of the failing batch's
+ * queries are then undefined (CUDA may have copied some hits), see
+ * docs/API.md for calls split into several batches.
  * Thread-safe: many host threads may query at once, each on its own stream. */
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
 
