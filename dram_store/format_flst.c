@@ -186,6 +186,13 @@ static fl_status fl_flst_parse_meta(fl_rfile *r, const unsigned char *meta, uint
   for (uint32_t i = 0; i < n; i++) {
     fl_flst_table *m = &tabs[i];
     uint64_t row_bytes = (uint64_t)m->desc.dim * fl_dtype_bytes(m->desc.dtype);
+    uint64_t per_row = row_bytes + (m->desc.id_kind == FL_IDS_HASHED ? 8 : 0);
+    /* A length past 2^64 would wrap, and a wrapped total could match the
+     * header's and skip the length checks (then the store is sized from the
+     * count alone). */
+    if (m->rows > (UINT64_MAX - pos) / per_row)
+      return fl_fail(NULL, FL_ERR_FORMAT, "%s: offset %llu: table %u holds an impossible %llu rows",
+                     r->path, (unsigned long long)m->meta_off, i, (unsigned long long)m->rows);
     m->ids_off = pos;
     if (m->desc.id_kind == FL_IDS_HASHED) pos += m->rows * 8;
     m->rows_off = pos;
@@ -274,24 +281,42 @@ static fl_status fl_flst_load_file(fl_rfile *r, uint32_t threads, fl_store **out
   if (h.version != FL_FLST_VERSION)
     return fl_fail(NULL, FL_ERR_FORMAT, "%s: offset 4: unsupported version %u (this build reads %u)",
                    r->path, h.version, FL_FLST_VERSION);
-  if (h.file_bytes != r->size && r->size < (uint64_t)FL_FLST_HEADER + h.meta_bytes)
-    return fl_fail(NULL, FL_ERR_FORMAT, "%s: offset %llu: file ends inside the table metadata "
-                   "(expected %llu bytes)", r->path, (unsigned long long)r->size,
-                   (unsigned long long)h.file_bytes);
+  /* Every size the header claims is checked against the file before anything
+   * is allocated for it: a corrupted count fails, it does not allocate. */
+  if (r->size - FL_FLST_HEADER < h.meta_bytes) {
+    if (h.file_bytes != r->size)
+      return fl_fail(NULL, FL_ERR_FORMAT, "%s: offset %llu: file ends inside the table metadata "
+                     "(expected %llu bytes)", r->path, (unsigned long long)r->size,
+                     (unsigned long long)h.file_bytes);
+    return fl_fail(NULL, FL_ERR_FORMAT, "%s: offset 12: %u bytes of table metadata do not fit "
+                   "in the %llu-byte file", r->path, h.meta_bytes, (unsigned long long)r->size);
+  }
   unsigned char *meta = malloc(h.meta_bytes ? h.meta_bytes : 1);
-  fl_flst_table *tabs = calloc(h.n_tables ? h.n_tables : 1, sizeof *tabs);
-  char **names = calloc(h.n_tables ? h.n_tables : 1, sizeof *names);
+  fl_flst_table *tabs = NULL;
+  char **names = NULL;
   unsigned char *buf = NULL;
   fl_store *s = NULL;
   uint64_t end = 0;
-  if (!meta || !tabs || !names) {
-    st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %u tables", r->path, h.n_tables);
+  if (!meta) {
+    st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "%s: no memory for the table metadata", r->path);
     goto done;
   }
   if ((st = fl_rfile_read(r, meta, h.meta_bytes, "the table metadata")) != FL_OK) goto done;
   if (fl_crc32c(0, meta, h.meta_bytes) != h.meta_crc) {
     st = fl_fail(NULL, FL_ERR_FORMAT, "%s: offset %u: checksum mismatch in the table metadata",
                  r->path, FL_FLST_HEADER);
+    goto done;
+  }
+  if (h.n_tables > h.meta_bytes / FL_FLST_META_FIXED) {
+    st = fl_fail(NULL, FL_ERR_FORMAT, "%s: offset 8: %u tables do not fit in %u bytes of table "
+                 "metadata (%u bytes a table at least)", r->path, h.n_tables, h.meta_bytes,
+                 FL_FLST_META_FIXED);
+    goto done;
+  }
+  tabs = calloc(h.n_tables ? h.n_tables : 1, sizeof *tabs);
+  names = calloc(h.n_tables ? h.n_tables : 1, sizeof *names);
+  if (!tabs || !names) {
+    st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %u tables", r->path, h.n_tables);
     goto done;
   }
   st = fl_flst_parse_meta(r, meta, h.meta_bytes, h.n_tables, tabs, names, &end);

@@ -118,6 +118,12 @@ static fl_status fl_npy_header(fl_rfile *r, fl_npy *h) {
   uint32_t len = pre[8] | (uint32_t)pre[9] << 8;
   if (len_bytes == 4) len |= (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
   h->text_off = r->off;
+  /* A length from the file is checked against the file before anything is
+   * allocated for it. */
+  if (len > r->size - r->off)
+    return fl_fail(r->h, FL_ERR_FORMAT,
+                   "%s: offset 8: header length %u runs past the end of the file (%llu bytes)",
+                   r->path, len, (unsigned long long)r->size);
   char *text = malloc(len ? len : 1);
   if (!text) return fl_fail(r->h, FL_ERR_OUT_OF_MEMORY, "%s: no memory for the header", r->path);
   st = fl_rfile_read(r, text, len, "the NumPy header");

@@ -70,8 +70,10 @@ int fl_table_walk(fl_table *t, fl_row_fn fn, void *ctx);
  * first two and its last cache line; for hashed tables this probes the by then cached
  * index to learn where the row is). */
 static inline void fl_table_prefetch_index(fl_table *t, uint64_t id) {
+  /* Acquire, not relaxed: the home slot's address reads the index's mask,
+   * which a rebuild wrote before publishing the index. */
   if (!t->dense)
-    __builtin_prefetch(fl_hindex_home(atomic_load_explicit(&t->index, memory_order_relaxed), id));
+    __builtin_prefetch(fl_hindex_home(atomic_load_explicit(&t->index, memory_order_acquire), id));
 }
 
 static inline void fl_table_prefetch_row(fl_table *t, uint64_t id) {

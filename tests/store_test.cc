@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/crc32c.h"
 #include "common/half.h"
 #include "dram_store/store_internal.h"
 #include "dram_store/synthetic_ids.h"
@@ -380,6 +381,56 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
   for (auto &t : threads) t.join();
   EXPECT_EQ(torn.load(), 0u);
   EXPECT_GT(checked.load(), 1000u);
+}
+
+// Gathers while a writer makes the hashed index rebuild over and over (it
+// grows, then rebuilds at the same size to sweep the tombstones of removed
+// ids): the ids that stay keep their rows. Under --config=tsan this checks
+// the publication of a rebuilt index to readers: fl_table_prefetch_index
+// loaded the index pointer relaxed and read the new index's mask with no
+// happens-before on the rebuild (a data race, found by //tools:stress).
+TEST(StoreTest, GathersDuringIndexRebuilds) {
+  const uint32_t dim = 4;
+  std::vector<fl_table_desc> d = {Desc("hashed", 16, dim, FL_FP32, FL_IDS_HASHED)};
+  Store s = MakeStore(d, 2);
+  std::vector<uint64_t> kept(128);
+  std::vector<float> rows(kept.size() * dim);
+  for (size_t i = 0; i < kept.size(); i++) {
+    kept[i] = i * 7919 + 1;
+    for (uint32_t j = 0; j < dim; j++) rows[i * dim + j] = (float)(kept[i] % 1000 + j);
+  }
+  ASSERT_EQ(fl_store_upsert(s.get(), 0, kept.data(), kept.size(), rows.data()), FL_OK);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> bad{0}, gathers{0};
+  std::thread writer([&] {
+    std::vector<uint64_t> temp(512);
+    std::vector<float> temp_rows(temp.size() * dim, 0.5f);
+    for (uint64_t round = 0; !stop.load(); round++) {
+      for (size_t i = 0; i < temp.size(); i++) temp[i] = (1ull << 40) + round * temp.size() + i;
+      ASSERT_EQ(fl_store_upsert(s.get(), 0, temp.data(), temp.size(), temp_rows.data()), FL_OK);
+      ASSERT_EQ(fl_store_remove(s.get(), 0, temp.data(), temp.size()), FL_OK);
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; r++) {
+    readers.emplace_back([&] {
+      std::vector<float> out(rows.size());
+      // More ids than the gather's prefetch distance, so the index is
+      // prefetched as well as probed.
+      fl_table_query q{0, kept.data(), kept.size(), out.data()};
+      while (!stop.load()) {
+        ASSERT_EQ(fl_store_gather(s.get(), &q, 1, FL_MISSING_ZERO, nullptr), FL_OK);
+        bad += out != rows;
+        gathers++;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  stop = true;
+  writer.join();
+  for (auto &t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(gathers.load(), 0u);
 }
 
 // ---------------------------------------------------------------- references
@@ -767,6 +818,72 @@ TEST(StoreFileTest, FlstTruncatedAndCorrupted) {
   ExpectLoadFails(TmpPath("does_not_exist.flst"), {"does_not_exist.flst", "cannot open"}, FL_ERR_IO);
 }
 
+// Stores a field into FLST bytes and re-stamps the header checksum, so that a
+// load gets past it to the sizes.
+template <typename T>
+void PatchFlstHeader(std::vector<unsigned char> *f, size_t at, T v) {
+  std::memcpy(f->data() + at, &v, sizeof v);
+  uint32_t crc = fl_crc32c(0, f->data(), 28);
+  std::memcpy(f->data() + 28, &crc, 4);
+}
+
+// One FLST table metadata record (docs/FORMATS.md), section checksums zero.
+void AppendFlstRecord(std::vector<unsigned char> *m, const std::string &name, uint64_t corpus,
+                      uint32_t dim, uint8_t dtype, uint8_t kind, uint64_t rows) {
+  auto put = [m](const void *p, size_t n) {
+    m->insert(m->end(), (const unsigned char *)p, (const unsigned char *)p + n);
+  };
+  uint32_t len = (uint32_t)name.size(), zero = 0;
+  unsigned char kinds[4] = {dtype, kind, 0, 0};
+  put(&len, 4);
+  put(name.data(), len);
+  put(&corpus, 8);
+  put(&dim, 4);
+  put(kinds, 4);
+  put(&rows, 8);
+  put(&zero, 4);
+  put(&zero, 4);
+}
+
+// Sizes in a header or metadata are checked against the file before anything
+// is allocated for them (found by fuzz/fuzz_model_flst.c): each of these used
+// to allocate gigabytes, or a store sized from a wrapped 64-bit length.
+TEST(StoreFileTest, FlstHugeCountsAreFormatErrorsNotAllocations) {
+  Store a = FilledMixed();
+  std::string p = TmpPath("counts.flst"), bad = TmpPath("huge.flst");
+  FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+  const auto bytes = ReadFile(p);
+  // 4 GiB of metadata in a file whose length field is right.
+  auto f = bytes;
+  PatchFlstHeader<uint32_t>(&f, 12, 0xfffffff0u);
+  WriteFile(bad, f);
+  ExpectLoadFails(bad, {bad, "offset 12", "4294967280 bytes of table metadata do not fit"});
+  // 2^32 - 1 tables in a few hundred bytes of metadata.
+  f = bytes;
+  PatchFlstHeader<uint32_t>(&f, 8, 0xffffffffu);
+  WriteFile(bad, f);
+  ExpectLoadFails(bad, {bad, "offset 8", "4294967295 tables do not fit"});
+  // Dense tables whose sections add up to exactly 2^64 bytes: the length
+  // wraps to the metadata's end, which matches the header.
+  std::vector<unsigned char> meta;
+  const uint64_t big = (1ull << 49) - 1;  // rows of 16 KiB: 2^63 - 2^14 bytes
+  AppendFlstRecord(&meta, "a", big, 4096, FL_FP32, FL_IDS_DENSE, big);
+  AppendFlstRecord(&meta, "b", big, 4096, FL_FP32, FL_IDS_DENSE, big);
+  AppendFlstRecord(&meta, "c", 1u << 13, 1, FL_FP32, FL_IDS_DENSE, 1u << 13);  // 2^15 bytes
+  f.assign(32, 0);
+  std::memcpy(f.data(), "FLST", 4);
+  uint32_t version = 1, tables = 3, meta_bytes = (uint32_t)meta.size();
+  uint32_t meta_crc = fl_crc32c(0, meta.data(), meta.size());
+  std::memcpy(&f[4], &version, 4);
+  std::memcpy(&f[8], &tables, 4);
+  std::memcpy(&f[12], &meta_bytes, 4);
+  std::memcpy(&f[24], &meta_crc, 4);
+  f.insert(f.end(), meta.begin(), meta.end());
+  PatchFlstHeader<uint64_t>(&f, 16, f.size());
+  WriteFile(bad, f);
+  ExpectLoadFails(bad, {bad, "table 2 holds an impossible 8192 rows", "offset "});
+}
+
 TEST(StoreFileTest, FlstSaveWhileWriting) {
   Store a = FilledMixed();
   std::atomic<bool> stop{false};
@@ -877,6 +994,26 @@ TEST(StoreFileTest, NpyErrorsChangeNothing) {
   WriteFile(ip, "garbage!", 8);
   EXPECT_EQ(fl_store_import_npy(s.get(), 0, ip.c_str(), vp.c_str()), FL_ERR_FORMAT);
   EXPECT_NE(std::string(fl_store_last_error(s.get())).find("bad magic"), std::string::npos);
+}
+
+// A NumPy header length is checked against the file before the header is
+// read into memory (found by fuzz/fuzz_model_npy.c: a v2 length field of
+// 4 GiB was allocated first).
+TEST(StoreFileTest, NpyHugeHeaderLengthIsAFormatError) {
+  Store s = MakeStore({Desc("h", 10, 2, FL_FP32, FL_IDS_HASHED)});
+  std::vector<unsigned char> f = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xf0, 0xff, 0xff, 0xff};
+  f.resize(64, ' ');
+  std::string ip = TmpPath("huge_ids.npy"), vp = TmpPath("huge_vec.npy");
+  WriteFile(ip, f);
+  float vec[2] = {1, 2};
+  WriteFile(vp, Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", vec, 8));
+  EXPECT_EQ(fl_store_import_npy(s.get(), 0, ip.c_str(), vp.c_str()), FL_ERR_FORMAT);
+  std::string msg = fl_store_last_error(s.get());
+  EXPECT_NE(msg.find(ip + ": offset 8: header length 4294967280 runs past the end of the file "
+                          "(64 bytes)"), std::string::npos) << msg;
+  fl_store_table_stats st;
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &st), s.get());
+  EXPECT_EQ(st.rows, 0u);
 }
 
 // ---------------------------------------------------------------- HugeCTR

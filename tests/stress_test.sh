@@ -1,0 +1,32 @@
+#!/bin/sh
+# stress_test.sh: short runs of //tools:stress on the host backend: exit 0, a
+# summary line with rows checked and 0 violations, the --json summary, more
+# writers than one over more tables, and the exit code of bad usage (2).
+set -eu
+STRESS="$1"
+T="${TEST_TMPDIR:-/tmp}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$STRESS" --help | grep -q -- "--budget-kb" || fail "--help lists the options"
+
+"$STRESS" --backend host --seconds 2 --json "$T/s.json" > "$T/out.txt" \
+  || fail "stress exits 0: $(cat "$T/out.txt")"
+line=$(grep '^stress: backend host, ' "$T/out.txt") || fail "no summary line: $(cat "$T/out.txt")"
+rows=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) rows checked.*/\1/p')
+[ "${rows:-0}" -gt 0 ] || fail "no rows checked: $line"
+echo "$line" | grep -q ', 0 violations$' || fail "violations: $line"
+echo "$line"
+grep -q '"violations": 0,' "$T/s.json" || fail "json has the numbers"
+grep -q '"kind": "hashed fp32"' "$T/s.json" || fail "json lists the tables"
+
+# Rows split between writers; two of each table kind; a cache of a few pages.
+"$STRESS" --backend host --seconds 1 --writers 2 --readers 2 --tables 6 --budget-kb 320 \
+  > "$T/w.txt" || fail "two writers: $(cat "$T/w.txt")"
+grep -q '^stress: backend host, .*, 0 violations$' "$T/w.txt" || fail "two writers: $(cat "$T/w.txt")"
+grep '^stress: ' "$T/w.txt"
+
+for bad in "--readers 0" "--backend gpu" "--seconds 0" "--no-such-option 1" "--seed"; do
+  rc=0; "$STRESS" $bad > /dev/null 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "'$bad' exits 2, got $rc"
+done
+echo PASS

@@ -1,0 +1,862 @@
+/* stress.c: the concurrency stress run (//tools:stress). It owns the setup (a
+ * store of dense fp32, dense fp16 and hashed fp32 tables, a small cache over
+ * it), the reader and writer threads, the row encoding, the checking rule
+ * below and the report (a summary line, a table, optional JSON).
+ * Exit codes: 0 no violation, 1 a violation (or a failed setup), 2 usage error.
+ *
+ * Row encoding: the row (table t, id, version v) holds v in base 1024 in its
+ * first DIGITS elements and, in every later one, an integer in [-1023, 1023]
+ * hashed from (t, id, v, element). Small integers are exact in fp16 as in
+ * fp32, so any returned row can be checked on its own: decode v, re-encode
+ * (t, id, v), compare every byte. A torn row (parts of two writes) or another
+ * id's row fails the comparison. Version 0 is never written, so zeros always
+ * mean "no row".
+ *
+ * Versions: row k of every table has one writer (k % writers), which numbers
+ * the row's writes 1, 2, 3, ... (setup writes 1; a remove takes a number
+ * too) and keeps three atomics per row:
+ *   begun    the number of the last write started, stored before the
+ *            fl_store_upsert / fl_store_remove call;
+ *   removing the number of the last remove started, stored before the call;
+ *   done     the last write whose call returned: number << 1, | 1 for a
+ *            remove, stored after the call returned.
+ *
+ * The rule, for every row a query returns, with `before` the row's done word
+ * loaded just before fl_query was called, and begun and removing loaded once
+ * the answer was complete (CUDA: after the stream synchronisation):
+ * - a non-zero row encodes (t, id, v) exactly                      (else torn);
+ * - v >= before's number: never older than the write complete before the
+ *   query started; a remove's number is never a row's, so a row from before
+ *   a completed remove is stale too                               (else stale);
+ * - v <= begun: no write that had not begun                      (else future);
+ * - zeros only for a hashed id the query may have seen removed: before is a
+ *   remove, or a remove numbered after before's write had begun
+ *   (removing > before's number). Dense rows are never zero.  (else bad zero)
+ * Loading begun and removing after the answer can only make those two bounds
+ * lenient (they may count writes begun after the query ended), never flag a
+ * correct answer. A failed library or CUDA call is a violation too. At the
+ * end, with every thread stopped and the cache synced, one pass over every
+ * row must return exactly the last version written (zeros for removed ids):
+ * the same rule, with nothing in flight. */
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/half.h"
+#include "common/hash.h"
+#include "include/fleche.h"
+
+enum {
+  MAX_IDS = 512,    /* ids per table in one query, at most */
+  WRITE_ROWS = 16,  /* rows per upsert or remove call, at most */
+  DIGITS = 4,       /* leading elements holding the version, base 1024: 2^40
+                       versions, never reached */
+  FILL_ROWS = 4096, /* rows per upsert while setting up */
+  SHOW_MAX = 10     /* violations described on stderr */
+};
+#define MAINT_PERIOD_S 0.05  /* writer 0's cache maintenance period */
+#define UNIFIED_ON 2048u     /* unified index entries when switched on */
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct opts {
+  fl_backend backend;
+  double seconds;
+  uint32_t readers, writers, tables;
+  uint64_t budget_kb, seed;
+  const char *json;
+} opts;
+
+static void usage(FILE *f) {
+  fputs("usage: stress [options]\n"
+        "Readers query a small cache (evictions, admission 0.5, the unified index\n"
+        "switched on and off) while writers upsert, remove and re-add rows and clear\n"
+        "the cache; every returned row is checked: never torn, another id's or older\n"
+        "than the version complete before the query (rule in tools/stress.c).\n\n"
+        "  --backend B     auto|host|cuda [auto; env FL_BACKEND]\n"
+        "  --seconds S     run time [10]\n"
+        "  --readers N     query threads, each on its own CUDA stream, 1..64 [4]\n"
+        "  --writers W     store writer threads; writer 0 also clears, resizes and\n"
+        "                  syncs the cache every 50 ms [1]\n"
+        "  --tables T      tables: dense fp32, dense fp16, hashed fp32, repeated [3]\n"
+        "  --budget-kb K   cache budget in KiB [768]\n"
+        "  --seed N        ids, writes and admission coin [1]\n"
+        "  --json FILE     the summary as JSON\n"
+        "  -h, --help      this text\n"
+        "Exit codes: 0 no violation, 1 violations or a failed setup, 2 usage error.\n",
+        f);
+}
+
+static int bad(const char *opt, const char *v, const char *want) {
+  fprintf(stderr, "error: %s '%s': expected %s (see --help)\n", opt, v ? v : "", want);
+  return -1;
+}
+
+/* An integer in [lo, hi]. */
+static int u64_arg(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long x = v ? strtoull(v, &end, 0) : 0;
+  if (!v || *v == '-' || errno || *end || x < lo || x > hi)
+    return bad(opt, v, "an integer in range");
+  *out = x;
+  return 0;
+}
+
+static int u32_arg(const char *opt, const char *v, uint32_t lo, uint32_t hi, uint32_t *out) {
+  uint64_t x;
+  if (u64_arg(opt, v, lo, hi, &x) < 0) return -1;
+  *out = (uint32_t)x;
+  return 0;
+}
+
+static int option(opts *o, const char *a, const char *v) {
+  if (!strcmp(a, "--backend")) {
+    if (v && !strcmp(v, "auto")) o->backend = FL_BACKEND_AUTO;
+    else if (v && !strcmp(v, "host")) o->backend = FL_BACKEND_HOST;
+    else if (v && !strcmp(v, "cuda")) o->backend = FL_BACKEND_CUDA;
+    else return bad(a, v, "auto, host or cuda");
+    return 0;
+  }
+  if (!strcmp(a, "--seconds")) {
+    char *end;
+    o->seconds = v ? strtod(v, &end) : 0;
+    return v && !*end && o->seconds > 0 && o->seconds < 1e6 ? 0 : bad(a, v, "seconds > 0");
+  }
+  /* At most 64: a CUDA cache refuses more queries in flight (docs/API.md). */
+  if (!strcmp(a, "--readers")) return u32_arg(a, v, 1, 64, &o->readers);
+  if (!strcmp(a, "--writers")) return u32_arg(a, v, 0, 64, &o->writers);
+  if (!strcmp(a, "--tables")) return u32_arg(a, v, 1, 64, &o->tables);
+  if (!strcmp(a, "--budget-kb")) return u64_arg(a, v, 1, 1ull << 32, &o->budget_kb);
+  if (!strcmp(a, "--seed")) return u64_arg(a, v, 0, UINT64_MAX, &o->seed);
+  if (!strcmp(a, "--json")) return v ? (o->json = v, 0) : bad(a, v, "a file name");
+  fprintf(stderr, "error: unknown argument '%s' (see --help)\n", a);
+  return -1;
+}
+
+/* 0 to run, 1 after --help, -1 on a usage error. */
+static int parse(int argc, char **argv, opts *o) {
+  *o = (opts){FL_BACKEND_AUTO, 10, 4, 1, 3, 768, 1, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 1;
+    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[++i] : NULL;
+    if (option(o, a, v) < 0) return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+/* Table i has shape i % 3: the three row kinds the cache serves differently
+ * (dense or hashed lookups, slab classes of 64, 48 and 32 bytes). */
+typedef struct shape {
+  const char *kind;
+  uint64_t corpus;
+  uint32_t dim;
+  fl_dtype dtype;
+  fl_id_kind id_kind;
+} shape;
+
+static const shape shapes[3] = {
+    {"dense fp32", 16384, 16, FL_FP32, FL_IDS_DENSE},
+    {"dense fp16", 8192, 24, FL_FP16, FL_IDS_DENSE},
+    {"hashed fp32", 8192, 8, FL_FP32, FL_IDS_HASHED},
+};
+
+/* The version words of one row (see the top comment). */
+typedef struct row_state {
+  _Atomic uint64_t begun, removing, done;
+} row_state;
+
+typedef struct table {
+  uint32_t index;
+  const shape *shape;
+  char name[16];
+  size_t row_bytes;
+  row_state *state; /* per row index k (the id is row_id(t, k)) */
+} table;
+
+static uint64_t row_id(const table *t, uint64_t k) {
+  /* Hashed tables: a bijection of (table, k), so ids are distinct and spread. */
+  return t->shape->id_kind == FL_IDS_DENSE ? k : fl_mix64(((uint64_t)t->index << 32) | k);
+}
+
+static float element(const table *t, uint64_t id, uint64_t version, uint32_t j) {
+  if (j < DIGITS) return (float)((version >> (10 * j)) & 1023u);
+  uint64_t h = fl_hash2(fl_hash2(id, version), ((uint64_t)t->index << 32) | j);
+  return (float)((int)(h % 2047u) - 1023);
+}
+
+static void encode_row(const table *t, uint64_t id, uint64_t version, void *out) {
+  for (uint32_t j = 0; j < t->shape->dim; j++) {
+    float v = element(t, id, version, j);
+    if (t->shape->dtype == FL_FP16)
+      ((uint16_t *)out)[j] = fl_f32_to_f16(v);
+    else
+      ((float *)out)[j] = v;
+  }
+}
+
+/* The version a row's digits spell, or 0 when they are not integers 0..1023
+ * (not a row any writer wrote). */
+static uint64_t decode_version(const table *t, const void *row) {
+  uint64_t v = 0;
+  for (uint32_t j = 0; j < DIGITS; j++) {
+    float x = t->shape->dtype == FL_FP16 ? fl_f16_to_f32(((const uint16_t *)row)[j])
+                                         : ((const float *)row)[j];
+    if (!(x >= 0 && x <= 1023) || x != (float)(uint32_t)x) return 0;
+    v |= (uint64_t)x << (10 * j);
+  }
+  return v;
+}
+
+static int all_zero(const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return 0;
+  return 1;
+}
+
+typedef enum verdict {
+  ROW_OK,   /* a whole row of a version the rule allows */
+  ZERO_OK,  /* zeros for an id the query may have seen removed */
+  TORN,     /* not a whole row of (table, id): torn, another id's, garbage */
+  STALE,    /* older than the write complete before the query */
+  FUTURE,   /* a version whose write had not begun */
+  ZERO_BAD, /* zeros for a row present throughout */
+  N_VERDICTS
+} verdict;
+#define FIRST_VIOLATION TORN
+
+static const char *const verdict_key[N_VERDICTS] = {"rows_ok", "zero_rows", "torn",
+                                                   "stale",   "future",    "bad_zero"};
+
+/* The rule of the top comment for one returned row; *got gets the version it
+ * spells. scratch holds one row. */
+static verdict judge(const table *t, uint64_t id, const void *row, uint64_t before,
+                     uint64_t begun, uint64_t removing, void *scratch, uint64_t *got) {
+  uint64_t floor = before >> 1;
+  *got = 0;
+  if (all_zero(row, t->row_bytes)) return (before & 1) || removing > floor ? ZERO_OK : ZERO_BAD;
+  *got = decode_version(t, row);
+  encode_row(t, id, *got, scratch);
+  if (*got == 0 || memcmp(row, scratch, t->row_bytes) != 0) return TORN;
+  if (*got < floor) return STALE;
+  return *got > begun ? FUTURE : ROW_OK;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+typedef struct tally {
+  uint64_t n[N_VERDICTS];
+} tally;
+
+typedef struct stress {
+  opts o;
+  uint32_t n_tables;
+  table *tables;
+  size_t widest;           /* bytes of the widest row */
+  fl_store *store;
+  fl_cache *cache;
+  int cuda;                /* the cache runs on the CUDA backend */
+  atomic_int stop;
+  _Atomic uint64_t errors; /* failed library or CUDA calls */
+  atomic_uint shown;       /* violations described so far */
+} stress;
+
+static uint64_t next(uint64_t *rng) { return fl_mix64(*rng += 0x9e3779b97f4a7c15ull); }
+
+/* A row index skewed to the low end: P(k < x * corpus) = x^(1/3), so the
+ * hottest 1% of rows draw a fifth of the lookups (and of the writes). */
+static uint64_t skewed(uint64_t *rng, uint64_t corpus) {
+  double u = (double)(next(rng) >> 11) * 0x1p-53;
+  return (uint64_t)(u * u * u * (double)corpus);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Counts a failed call as a violation; describes the first few. */
+static void call_failed(stress *s, const char *call, const char *status, const char *msg) {
+  atomic_fetch_add(&s->errors, 1);
+  if (atomic_fetch_add(&s->shown, 1) < SHOW_MAX)
+    fprintf(stderr, "violation: %s failed: %s: %s\n", call, status, msg);
+}
+
+static int cache_ok(stress *s, const char *call, fl_status st) {
+  if (st != FL_OK) call_failed(s, call, fl_status_name(st), fl_cache_last_error(s->cache));
+  return st == FL_OK;
+}
+
+static int store_ok(stress *s, const char *call, fl_status st) {
+  if (st != FL_OK) call_failed(s, call, fl_status_name(st), fl_store_last_error(s->store));
+  return st == FL_OK;
+}
+
+static int cuda_ok(stress *s, const char *call, cudaError_t e) {
+  if (e != cudaSuccess) call_failed(s, call, cudaGetErrorName(e), cudaGetErrorString(e));
+  return e == cudaSuccess;
+}
+
+static void describe(stress *s, const table *t, uint64_t id, verdict v, uint64_t got,
+                     uint64_t before) {
+  if (atomic_fetch_add(&s->shown, 1) >= SHOW_MAX) return;
+  fprintf(stderr, "violation: table %s, id %llu: %s (the row spells version %llu; before the "
+          "query, version %llu was complete%s)\n",
+          t->name, (unsigned long long)id, verdict_key[v], (unsigned long long)got,
+          (unsigned long long)(before >> 1), before & 1 ? ", a remove" : "");
+}
+
+/* ---------------------------------------------------------------- writers */
+
+typedef struct write_counts {
+  uint64_t upserts, removes, readds, clears, unified_changes, syncs;
+} write_counts;
+
+typedef struct writer {
+  pthread_t thread;
+  stress *s;
+  uint32_t index;
+  uint64_t rng;
+  uint64_t ids[WRITE_ROWS], versions[WRITE_ROWS];
+  unsigned char *vectors;  /* WRITE_ROWS rows of the widest table */
+  write_counts n;
+} writer;
+
+/* Up to WRITE_ROWS distinct rows of t that writer w owns (k % writers ==
+ * w), skewed like the readers' ids so that hot, cached rows change too. */
+static size_t pick_rows(writer *w, const table *t, uint64_t *rows) {
+  size_t n = 0;
+  uint32_t n_writers = w->s->o.writers;
+  for (int tries = 0; tries < WRITE_ROWS; tries++) {
+    uint64_t k = skewed(&w->rng, t->shape->corpus);
+    k = k - k % n_writers + w->index;
+    int seen = k >= t->shape->corpus;
+    for (size_t i = 0; i < n && !seen; i++) seen = rows[i] == k;
+    if (!seen) rows[n++] = k;
+  }
+  return n;
+}
+
+static void upsert_rows(writer *w, const table *t, const uint64_t *rows, size_t n) {
+  if (n == 0) return;
+  for (size_t i = 0; i < n; i++) {
+    row_state *r = &t->state[rows[i]];
+    w->versions[i] = atomic_load(&r->begun) + 1;
+    atomic_store(&r->begun, w->versions[i]);
+    w->ids[i] = row_id(t, rows[i]);
+    encode_row(t, w->ids[i], w->versions[i], w->vectors + i * t->row_bytes);
+  }
+  fl_status st = fl_store_upsert(w->s->store, t->index, w->ids, n, w->vectors);
+  if (!store_ok(w->s, "fl_store_upsert", st)) return;
+  for (size_t i = 0; i < n; i++) atomic_store(&t->state[rows[i]].done, w->versions[i] << 1);
+  w->n.upserts += n;
+}
+
+static void remove_rows(writer *w, const table *t, const uint64_t *rows, size_t n) {
+  if (n == 0) return;
+  for (size_t i = 0; i < n; i++) {
+    row_state *r = &t->state[rows[i]];
+    w->versions[i] = atomic_load(&r->begun) + 1;
+    atomic_store(&r->removing, w->versions[i]);
+    atomic_store(&r->begun, w->versions[i]);
+    w->ids[i] = row_id(t, rows[i]);
+  }
+  fl_status st = fl_store_remove(w->s->store, t->index, w->ids, n);
+  if (!store_ok(w->s, "fl_store_remove", st)) return;
+  for (size_t i = 0; i < n; i++)
+    atomic_store(&t->state[rows[i]].done, w->versions[i] << 1 | 1u);
+  w->n.removes += n;
+}
+
+/* New versions of a few rows of t; in hashed tables a quarter of the present
+ * rows picked are removed instead, and removed rows picked are re-added. */
+static void write_table(writer *w, const table *t) {
+  uint64_t rows[WRITE_ROWS], ups[WRITE_ROWS], rms[WRITE_ROWS];
+  size_t n = pick_rows(w, t, rows), nu = 0, nr = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t done = atomic_load(&t->state[rows[i]].done);
+    if (t->shape->id_kind == FL_IDS_HASHED && !(done & 1) && next(&w->rng) % 4 == 0) {
+      rms[nr++] = rows[i];
+    } else {
+      ups[nu++] = rows[i];
+      w->n.readds += done & 1;
+    }
+  }
+  upsert_rows(w, t, ups, nu);
+  remove_rows(w, t, rms, nr);
+}
+
+/* Writer 0, every MAINT_PERIOD_S: the unified index switched between 0 and
+ * UNIFIED_ON entries, every fourth time a clear, then a sync (CUDA: waits for
+ * the admission rounds in flight). */
+static void maintain(writer *w, uint64_t tick) {
+  fl_cache *c = w->s->cache;
+  cache_ok(w->s, "fl_cache_set_unified_entries",
+           fl_cache_set_unified_entries(c, tick % 2 ? 0 : UNIFIED_ON));
+  w->n.unified_changes++;
+  if (tick % 4 == 3) {
+    cache_ok(w->s, "fl_cache_clear", fl_cache_clear(c));
+    w->n.clears++;
+  }
+  cache_ok(w->s, "fl_cache_sync", fl_cache_sync(c));
+  w->n.syncs++;
+}
+
+static void *writer_main(void *arg) {
+  writer *w = arg;
+  stress *s = w->s;
+  double next_maint = now_s() + MAINT_PERIOD_S;
+  for (uint64_t tick = 0; !atomic_load(&s->stop);) {
+    write_table(w, &s->tables[next(&w->rng) % s->n_tables]);
+    if (w->index == 0 && now_s() >= next_maint) {
+      maintain(w, tick++);
+      next_maint += MAINT_PERIOD_S;
+    }
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- readers */
+
+/* One table's part of a reader's queries. */
+typedef struct lane {
+  size_t n;                  /* ids in the current query */
+  uint64_t rows[MAX_IDS];    /* their row indexes */
+  uint64_t ids[MAX_IDS];
+  uint64_t before[MAX_IDS];  /* their done words before the query */
+  unsigned char *out;        /* MAX_IDS answers, host memory */
+  uint64_t *ids_dev;         /* CUDA: device ids and answers */
+  void *out_dev;
+} lane;
+
+typedef struct reader {
+  pthread_t thread;
+  stress *s;
+  uint64_t rng;
+  void *stream;            /* CUDA: a cudaStream_t of its own; host backend: NULL */
+  lane *lanes;             /* per table */
+  fl_table_query *q;       /* per table */
+  unsigned char *scratch;  /* one re-encoded row */
+  tally *tally;            /* per table */
+  uint64_t queries;
+} reader;
+
+/* Per table 0..MAX_IDS skewed ids, one in eight a repeat of the one before. */
+static void draw(reader *r) {
+  for (uint32_t t = 0; t < r->s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    const table *tb = &r->s->tables[t];
+    l->n = next(&r->rng) % (MAX_IDS + 1);
+    for (size_t i = 0; i < l->n; i++) {
+      int repeat = i && next(&r->rng) % 8 == 0;
+      l->rows[i] = repeat ? l->rows[i - 1] : skewed(&r->rng, tb->shape->corpus);
+      l->ids[i] = row_id(tb, l->rows[i]);
+    }
+  }
+}
+
+static void snapshot(reader *r) {
+  for (uint32_t t = 0; t < r->s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    for (size_t i = 0; i < l->n; i++)
+      l->before[i] = atomic_load(&r->s->tables[t].state[l->rows[i]].done);
+  }
+}
+
+/* Device ids and outputs in place of the host ones (odd CUDA iterations). */
+static int to_device(reader *r) {
+  for (uint32_t t = 0; t < r->s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    if (l->n && !cuda_ok(r->s, "cudaMemcpyAsync of ids",
+                         cudaMemcpyAsync(l->ids_dev, l->ids, l->n * sizeof *l->ids,
+                                         cudaMemcpyHostToDevice, (cudaStream_t)r->stream)))
+      return 0;
+    r->q[t].ids = l->ids_dev;
+    r->q[t].out = l->out_dev;
+  }
+  return 1;
+}
+
+static int from_device(reader *r) {
+  for (uint32_t t = 0; t < r->s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    if (l->n && !cuda_ok(r->s, "cudaMemcpyAsync of answers",
+                         cudaMemcpyAsync(l->out, l->out_dev, l->n * r->s->tables[t].row_bytes,
+                                         cudaMemcpyDeviceToHost, (cudaStream_t)r->stream)))
+      return 0;
+  }
+  return 1;
+}
+
+/* One fl_query of the drawn ids; the answers end up in the lanes' host
+ * buffers, complete. CUDA: odd iterations pass device ids and outputs, even
+ * ones host memory (pageable, staged by the library). */
+static int query(reader *r, uint64_t iter) {
+  stress *s = r->s;
+  int device = s->cuda && (iter & 1);
+  for (uint32_t t = 0; t < s->n_tables; t++)
+    r->q[t] = (fl_table_query){t, r->lanes[t].ids, r->lanes[t].n, r->lanes[t].out};
+  if (device && !to_device(r)) return 0;
+  snapshot(r);
+  int ok = cache_ok(s, "fl_query", fl_query(s->cache, r->q, s->n_tables, r->stream));
+  if (ok && device) ok = from_device(r);
+  if (s->cuda)
+    ok &= cuda_ok(s, "cudaStreamSynchronize", cudaStreamSynchronize((cudaStream_t)r->stream));
+  return ok;
+}
+
+static void check(reader *r) {
+  stress *s = r->s;
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    const lane *l = &r->lanes[t];
+    const table *tb = &s->tables[t];
+    for (size_t i = 0; i < l->n; i++) {
+      row_state *st = &tb->state[l->rows[i]];
+      uint64_t got;
+      verdict v = judge(tb, l->ids[i], l->out + i * tb->row_bytes, l->before[i],
+                        atomic_load(&st->begun), atomic_load(&st->removing), r->scratch, &got);
+      r->tally[t].n[v]++;
+      if (v >= FIRST_VIOLATION) describe(s, tb, l->ids[i], v, got, l->before[i]);
+    }
+  }
+}
+
+static void *reader_main(void *arg) {
+  reader *r = arg;
+  for (uint64_t iter = 0; !atomic_load(&r->s->stop); iter++) {
+    draw(r);
+    if (query(r, iter)) check(r);
+    r->queries++;
+  }
+  return NULL;
+}
+
+static void reader_free(reader *r) {
+  for (uint32_t t = 0; r->lanes && t < r->s->n_tables; t++) {
+    free(r->lanes[t].out);
+    if (r->s->cuda) {
+      cudaFree(r->lanes[t].ids_dev);
+      cudaFree(r->lanes[t].out_dev);
+    }
+  }
+  if (r->stream) cudaStreamDestroy((cudaStream_t)r->stream);
+  free(r->lanes);
+  free(r->q);
+  free(r->scratch);
+  free(r->tally);
+}
+
+static int reader_init(stress *s, reader *r, uint32_t index) {
+  *r = (reader){.s = s, .rng = fl_hash2(s->o.seed, index)};
+  r->lanes = calloc(s->n_tables, sizeof *r->lanes);
+  r->q = calloc(s->n_tables, sizeof *r->q);
+  r->scratch = malloc(s->widest);
+  r->tally = calloc(s->n_tables, sizeof *r->tally);
+  int ok = r->lanes && r->q && r->scratch && r->tally;
+  for (uint32_t t = 0; ok && t < s->n_tables; t++)
+    ok = (r->lanes[t].out = malloc(MAX_IDS * s->tables[t].row_bytes)) != NULL;
+  if (!ok) {
+    fprintf(stderr, "error: out of host memory for reader %u\n", index);
+    return 0;
+  }
+  if (!s->cuda) return 1;
+  cudaStream_t stream;
+  if (!cuda_ok(s, "cudaStreamCreate", cudaStreamCreate(&stream))) return 0;
+  r->stream = stream;
+  for (uint32_t t = 0; ok && t < s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    ok = cuda_ok(s, "cudaMalloc", cudaMalloc((void **)&l->ids_dev, MAX_IDS * sizeof *l->ids_dev)) &&
+         cuda_ok(s, "cudaMalloc", cudaMalloc(&l->out_dev, MAX_IDS * s->tables[t].row_bytes));
+  }
+  return ok;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+/* Every row of table t at version 1 (hashed tables: every id present). */
+static int fill(stress *s, table *t) {
+  uint64_t *ids = malloc(FILL_ROWS * sizeof *ids);
+  unsigned char *rows = malloc(FILL_ROWS * t->row_bytes);
+  int ok = ids && rows;
+  for (uint64_t k0 = 0; ok && k0 < t->shape->corpus; k0 += FILL_ROWS) {
+    size_t n = t->shape->corpus - k0 < FILL_ROWS ? (size_t)(t->shape->corpus - k0) : FILL_ROWS;
+    for (size_t i = 0; i < n; i++) {
+      ids[i] = row_id(t, k0 + i);
+      encode_row(t, ids[i], 1, rows + i * t->row_bytes);
+      atomic_init(&t->state[k0 + i].begun, 1);
+      atomic_init(&t->state[k0 + i].removing, 0);
+      atomic_init(&t->state[k0 + i].done, 1u << 1);
+    }
+    ok = store_ok(s, "fl_store_upsert", fl_store_upsert(s->store, t->index, ids, n, rows));
+  }
+  free(ids);
+  free(rows);
+  return ok;
+}
+
+static int make_store(stress *s) {
+  fl_table_desc *d = calloc(s->n_tables, sizeof *d);
+  s->tables = calloc(s->n_tables, sizeof *s->tables);
+  int ok = d && s->tables;
+  for (uint32_t i = 0; ok && i < s->n_tables; i++) {
+    table *t = &s->tables[i];
+    t->index = i;
+    t->shape = &shapes[i % 3];
+    snprintf(t->name, sizeof t->name, "t%u", i);
+    t->row_bytes = t->shape->dim * (t->shape->dtype == FL_FP16 ? 2u : 4u);
+    if (t->row_bytes > s->widest) s->widest = t->row_bytes;
+    ok = (t->state = calloc(t->shape->corpus, sizeof *t->state)) != NULL;
+    d[i] = (fl_table_desc){t->name, t->shape->corpus, t->shape->dim, t->shape->dtype,
+                           t->shape->id_kind};
+  }
+  if (!ok) fprintf(stderr, "error: out of host memory for %u tables\n", s->n_tables);
+  fl_status st = ok ? fl_store_create(d, s->n_tables, 0, &s->store) : FL_ERR_OUT_OF_MEMORY;
+  if (ok && st != FL_OK)
+    fprintf(stderr, "error: fl_store_create: %s: %s\n", fl_status_name(st),
+            fl_store_last_error(NULL));
+  ok = ok && st == FL_OK;
+  for (uint32_t i = 0; ok && i < s->n_tables; i++) ok = fill(s, &s->tables[i]);
+  free(d);
+  return ok;
+}
+
+static int make_cache(stress *s) {
+  fl_config cfg;
+  fl_config_default(&cfg);
+  cfg.backend = s->o.backend;
+  cfg.budget_bytes = s->o.budget_kb << 10;
+  cfg.admit_probability = 0.5;
+  cfg.unified_entries = UNIFIED_ON;
+  cfg.seed = s->o.seed;
+  fl_status st = fl_cache_create(s->store, &cfg, &s->cache);
+  if (st != FL_OK) {
+    fprintf(stderr, "error: fl_cache_create: %s: %s\n", fl_status_name(st),
+            fl_cache_last_error(NULL));
+    return 0;
+  }
+  s->cuda = fl_cache_backend(s->cache) == FL_BACKEND_CUDA;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- report */
+
+typedef struct totals {
+  double seconds;
+  uint64_t queries, rows, violations;
+  uint64_t failed_calls, final_rows, final_violations;
+  tally *per_table;
+  write_counts writes; /* all writers' */
+  fl_cache_stats cache;
+} totals;
+
+static uint64_t checked(const tally *t) {
+  uint64_t n = 0;
+  for (int v = 0; v < N_VERDICTS; v++) n += t->n[v];
+  return n;
+}
+
+static uint64_t violations(const tally *t) {
+  uint64_t n = 0;
+  for (int v = FIRST_VIOLATION; v < N_VERDICTS; v++) n += t->n[v];
+  return n;
+}
+
+static void print_report(const stress *s, const totals *x) {
+  printf("stress: backend %s, %.1f s, %llu queries, %llu rows checked, %llu violations\n",
+         s->cuda ? "cuda" : "host", x->seconds, (unsigned long long)x->queries,
+         (unsigned long long)x->rows, (unsigned long long)x->violations);
+  printf("%-6s %-12s %14s %10s %6s %6s %7s %9s\n", "table", "kind", "rows checked", "zero rows",
+         "torn", "stale", "future", "bad zero");
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    const tally *y = &x->per_table[t];
+    printf("%-6s %-12s %14llu %10llu %6llu %6llu %7llu %9llu\n", s->tables[t].name,
+           s->tables[t].shape->kind, (unsigned long long)checked(y),
+           (unsigned long long)y->n[ZERO_OK], (unsigned long long)y->n[TORN],
+           (unsigned long long)y->n[STALE], (unsigned long long)y->n[FUTURE],
+           (unsigned long long)y->n[ZERO_BAD]);
+  }
+  printf("failed calls %llu; final pass: %llu rows, %llu violations\n",
+         (unsigned long long)x->failed_calls, (unsigned long long)x->final_rows,
+         (unsigned long long)x->final_violations);
+  printf("readers %u, writers %u: %llu rows upserted, %llu removed, %llu re-added; %llu clears, "
+         "%llu unified-index changes, %llu syncs\n",
+         s->o.readers, s->o.writers, (unsigned long long)x->writes.upserts,
+         (unsigned long long)x->writes.removes, (unsigned long long)x->writes.readds,
+         (unsigned long long)x->writes.clears, (unsigned long long)x->writes.unified_changes,
+         (unsigned long long)x->writes.syncs);
+  const fl_cache_stats *c = &x->cache;
+  printf("cache: %llu lookups, %llu hits, %llu unified-index hits, %llu misses, %llu admissions, "
+         "%llu evictions, %llu invalidations\n",
+         (unsigned long long)c->lookups, (unsigned long long)c->hits,
+         (unsigned long long)c->dram_hits, (unsigned long long)c->misses,
+         (unsigned long long)c->admissions, (unsigned long long)c->evictions,
+         (unsigned long long)c->invalidations);
+}
+
+static int write_json(const stress *s, const totals *x, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "error: %s: cannot create\n", path);
+    return 0;
+  }
+  const fl_cache_stats *c = &x->cache;
+  fprintf(f, "{\n  \"backend\": \"%s\",\n  \"seconds\": %.3f,\n  \"readers\": %u,\n"
+          "  \"writers\": %u,\n  \"queries\": %llu,\n  \"rows_checked\": %llu,\n"
+          "  \"violations\": %llu,\n  \"failed_calls\": %llu,\n  \"final_rows\": %llu,\n"
+          "  \"final_violations\": %llu,\n  \"tables\": [",
+          s->cuda ? "cuda" : "host", x->seconds, s->o.readers, s->o.writers,
+          (unsigned long long)x->queries, (unsigned long long)x->rows,
+          (unsigned long long)x->violations, (unsigned long long)x->failed_calls,
+          (unsigned long long)x->final_rows, (unsigned long long)x->final_violations);
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    fprintf(f, "%s\n    {\"table\": \"%s\", \"kind\": \"%s\", \"rows_checked\": %llu", t ? "," : "",
+            s->tables[t].name, s->tables[t].shape->kind,
+            (unsigned long long)checked(&x->per_table[t]));
+    for (int v = ZERO_OK; v < N_VERDICTS; v++)
+      fprintf(f, ", \"%s\": %llu", verdict_key[v], (unsigned long long)x->per_table[t].n[v]);
+    fprintf(f, "}");
+  }
+  fprintf(f, "\n  ],\n  \"writes\": {\"upserted\": %llu, \"removed\": %llu, \"readded\": %llu, "
+          "\"clears\": %llu, \"unified_changes\": %llu, \"syncs\": %llu},\n"
+          "  \"cache\": {\"lookups\": %llu, \"hits\": %llu, \"dram_hits\": %llu, \"misses\": %llu, "
+          "\"admissions\": %llu, \"evictions\": %llu, \"invalidations\": %llu}\n}\n",
+          (unsigned long long)x->writes.upserts, (unsigned long long)x->writes.removes,
+          (unsigned long long)x->writes.readds, (unsigned long long)x->writes.clears,
+          (unsigned long long)x->writes.unified_changes, (unsigned long long)x->writes.syncs,
+          (unsigned long long)c->lookups, (unsigned long long)c->hits,
+          (unsigned long long)c->dram_hits, (unsigned long long)c->misses,
+          (unsigned long long)c->admissions, (unsigned long long)c->evictions,
+          (unsigned long long)c->invalidations);
+  if (fclose(f) != 0) {
+    fprintf(stderr, "error: %s: write failed\n", path);
+    return 0;
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- main */
+
+/* Every row of every table once, through reader r, after the run: nothing is
+ * in flight, so the rule asks for exactly the last version written. */
+static void final_pass(stress *s, reader *r) {
+  cache_ok(s, "fl_cache_sync", fl_cache_sync(s->cache));
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    for (uint64_t k0 = 0; k0 < s->tables[t].shape->corpus; k0 += MAX_IDS) {
+      for (uint32_t u = 0; u < s->n_tables; u++) r->lanes[u].n = 0;
+      lane *l = &r->lanes[t];
+      uint64_t left = s->tables[t].shape->corpus - k0;
+      l->n = left < MAX_IDS ? (size_t)left : MAX_IDS;
+      for (size_t i = 0; i < l->n; i++) {
+        l->rows[i] = k0 + i;
+        l->ids[i] = row_id(&s->tables[t], k0 + i);
+      }
+      if (query(r, 0)) check(r);
+    }
+  }
+}
+
+static void sleep_s(double seconds) {
+  struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Starts the threads, lets them run for the configured time, stops them. */
+static int run(stress *s, reader *readers, writer *writers, double *seconds) {
+  uint32_t nr = 0, nw = 0;
+  int ok = 1;
+  double t0 = now_s();
+  /* nr and nw count the threads started, to be joined. */
+  for (; ok && nr < s->o.readers; nr += ok)
+    ok = pthread_create(&readers[nr].thread, NULL, reader_main, &readers[nr]) == 0;
+  for (; ok && nw < s->o.writers; nw += ok)
+    ok = pthread_create(&writers[nw].thread, NULL, writer_main, &writers[nw]) == 0;
+  if (ok) sleep_s(s->o.seconds);
+  else fprintf(stderr, "error: cannot start a thread\n");
+  atomic_store(&s->stop, 1);
+  for (uint32_t i = 0; i < nr; i++) pthread_join(readers[i].thread, NULL);
+  for (uint32_t i = 0; i < nw; i++) pthread_join(writers[i].thread, NULL);
+  *seconds = now_s() - t0;
+  return ok;
+}
+
+static void add_up(const stress *s, const reader *readers, const writer *writers, totals *x) {
+  for (uint32_t i = 0; i < s->o.readers; i++) {
+    x->queries += readers[i].queries;
+    for (uint32_t t = 0; t < s->n_tables; t++)
+      for (int v = 0; v < N_VERDICTS; v++) x->per_table[t].n[v] += readers[i].tally[t].n[v];
+  }
+  for (uint32_t i = 0; i < s->o.writers; i++) {
+    const write_counts *n = &writers[i].n;
+    x->writes.upserts += n->upserts;
+    x->writes.removes += n->removes;
+    x->writes.readds += n->readds;
+    x->writes.clears += n->clears;
+    x->writes.unified_changes += n->unified_changes;
+    x->writes.syncs += n->syncs;
+  }
+}
+
+/* The final pass on reader 0, counted into x apart and in the totals. */
+static void finish(stress *s, reader *r0, totals *x) {
+  memset(r0->tally, 0, s->n_tables * sizeof *r0->tally);
+  final_pass(s, r0);
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    x->final_rows += checked(&r0->tally[t]);
+    x->final_violations += violations(&r0->tally[t]);
+    for (int v = 0; v < N_VERDICTS; v++) x->per_table[t].n[v] += r0->tally[t].n[v];
+  }
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    x->rows += checked(&x->per_table[t]);
+    x->violations += violations(&x->per_table[t]);
+  }
+  x->failed_calls = atomic_load(&s->errors);
+  x->violations += x->failed_calls;
+  fl_cache_stats_get(s->cache, &x->cache, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+  stress s = {0};
+  int p = parse(argc, argv, &s.o);
+  if (p != 0) return p > 0 ? 0 : 2;
+  s.n_tables = s.o.tables;
+  reader *readers = calloc(s.o.readers, sizeof *readers);
+  writer *writers = calloc(s.o.writers ? s.o.writers : 1, sizeof *writers);
+  totals x = {.per_table = NULL};
+  int ok = readers && writers && make_store(&s) && make_cache(&s);
+  ok = ok && (x.per_table = calloc(s.n_tables, sizeof *x.per_table)) != NULL;
+  for (uint32_t i = 0; ok && i < s.o.readers; i++) ok = reader_init(&s, &readers[i], i);
+  for (uint32_t i = 0; ok && i < s.o.writers; i++) {
+    writers[i] = (writer){.s = &s, .index = i, .rng = fl_hash2(s.o.seed + 1, ~(uint64_t)i)};
+    ok = (writers[i].vectors = malloc(WRITE_ROWS * s.widest)) != NULL;
+  }
+  ok = ok && run(&s, readers, writers, &x.seconds);
+  if (ok) {
+    add_up(&s, readers, writers, &x);
+    finish(&s, &readers[0], &x);
+    print_report(&s, &x);
+    if (s.o.json) ok = write_json(&s, &x, s.o.json);
+  }
+  for (uint32_t i = 0; readers && i < s.o.readers; i++)
+    if (readers[i].s) reader_free(&readers[i]);
+  for (uint32_t i = 0; writers && i < s.o.writers; i++) free(writers[i].vectors);
+  fl_cache_destroy(s.cache);
+  fl_store_destroy(s.store);
+  for (uint32_t t = 0; s.tables && t < s.n_tables; t++) free(s.tables[t].state);
+  free(s.tables);
+  free(readers);
+  free(writers);
+  free(x.per_table);
+  return !ok || x.violations ? 1 : 0;
+}
