@@ -1,0 +1,47 @@
+"""fleche: a flat GPU embedding cache, for NumPy (and PyTorch) users.
+
+ctypes bindings of the C library (include/fleche.h), which is bundled in this
+package as libfleche.so. Foreign calls release the GIL.
+
+    import numpy as np, fleche
+    with fleche.Store([fleche.Table("user", 1000, 16)]) as store:
+        store.fill_synthetic("user", seed=42)
+        with fleche.Cache(store, budget_bytes=64 << 20, backend="host") as cache:
+            vecs = cache.query({"user": np.array([0, 7, 7], dtype=np.uint64)})["user"]
+
+See docs/PYTHON.md in the repository.
+"""
+
+from ._core import (
+    Cache,
+    CacheStats,
+    CacheTableStats,
+    Store,
+    StoreTableStats,
+    Table,
+    cuda_device_count,
+    synthetic_value,
+    version,
+)
+from ._lib import library_path
+from .errors import (
+    CudaError,
+    Error,
+    FormatError,
+    InvalidArgument,
+    IoError,
+    NoDevice,
+    NotFound,
+    OutOfMemory,
+    OutOfRange,
+    Unsupported,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cache", "CacheStats", "CacheTableStats", "Store", "StoreTableStats", "Table",
+    "cuda_device_count", "synthetic_value", "version", "library_path",
+    "Error", "InvalidArgument", "OutOfRange", "NotFound", "OutOfMemory", "CudaError",
+    "NoDevice", "IoError", "FormatError", "Unsupported",
+]

@@ -1,0 +1,630 @@
+"""Store, Cache, Table and their statistics (see docs/PYTHON.md)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _lib
+from ._buffers import Buffer, ids_buffer, stream_handle, vectors_buffer
+from ._handle import Handle
+from .errors import InvalidArgument, from_status
+
+L = _lib.lib
+PathLike = Union[str, "os.PathLike[str]"]
+TableRef = Union[str, int]
+
+_DTYPES = {"float32": _lib.FL_FP32, "float16": _lib.FL_FP16}
+_DTYPE_NAMES = {v: k for k, v in _DTYPES.items()}
+_IDS = {"dense": _lib.FL_IDS_DENSE, "hashed": _lib.FL_IDS_HASHED}
+_IDS_NAMES = {v: k for k, v in _IDS.items()}
+_MISSING = {"zero": _lib.FL_MISSING_ZERO, "error": _lib.FL_MISSING_ERROR}
+_BACKENDS = {"auto": _lib.FL_BACKEND_AUTO, "host": _lib.FL_BACKEND_HOST,
+             "cuda": _lib.FL_BACKEND_CUDA}
+_BACKEND_NAMES = {v: k for k, v in _BACKENDS.items()}
+_LAYOUTS = {"flat": _lib.FL_LAYOUT_FLAT, "per_table": _lib.FL_LAYOUT_PER_TABLE}
+_ENCODINGS = {"size_aware": _lib.FL_ENCODING_SIZE_AWARE, "fixed": _lib.FL_ENCODING_FIXED}
+
+
+def _choice(what: str, value: str, options: Mapping[str, int]) -> int:
+    if value not in options:
+        raise InvalidArgument(f"{what}: expected one of {sorted(options)}, got {value!r}")
+    return options[value]
+
+
+def _path(p: PathLike) -> bytes:
+    return os.fsencode(os.fspath(p))
+
+
+def version() -> str:
+    """The C library's version, "MAJOR.MINOR.PATCH" (fl_version)."""
+    return L.fl_version().decode()
+
+
+def cuda_device_count() -> int:
+    """Number of usable CUDA devices; 0 without a GPU or driver (fl_cuda_device_count)."""
+    return int(L.fl_cuda_device_count())
+
+
+def synthetic_value(seed: int, table: int, id: int, j: int) -> float:
+    """The value Store.fill_synthetic writes at element j of row `id` of table index
+    `table` (fl_synthetic_value; fp16 tables hold it rounded to float16)."""
+    return float(L.fl_synthetic_value(seed, table, id, j))
+
+
+@dataclass(frozen=True)
+class Table:
+    """One embedding table (fl_table_desc).
+
+    Args:
+        name: unique name; queries may name the table by it or by its index.
+        corpus_size: dense: number of rows (ids 0..corpus_size-1); hashed: the
+            expected number of distinct ids.
+        dim: elements per vector, 1..4096.
+        dtype: "float32" or "float16" (NumPy dtypes are accepted too).
+        ids: "dense" or "hashed" (raw 64-bit ids).
+    """
+
+    name: str
+    corpus_size: int
+    dim: int
+    dtype: str = "float32"
+    ids: str = "dense"
+
+    def __post_init__(self) -> None:
+        try:
+            dtype = np.dtype(self.dtype).name
+        except TypeError:
+            dtype = str(self.dtype)
+        _choice(f"table {self.name!r} dtype", dtype, _DTYPES)
+        object.__setattr__(self, "dtype", dtype)
+        _choice(f"table {self.name!r} ids", self.ids, _IDS)
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidArgument(f"table name: expected a non-empty str, got {self.name!r}")
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """The NumPy dtype of this table's vectors."""
+        return np.dtype(self.dtype)
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one vector."""
+        return self.dim * self.numpy_dtype.itemsize
+
+
+@dataclass(frozen=True)
+class StoreTableStats:
+    """One table's store statistics (fl_store_table_stats)."""
+
+    rows: int  #: rows held
+    bytes: int  #: bytes of vectors held
+    lookups: int  #: ids looked up since create
+    misses: int  #: of which not found
+
+
+@dataclass(frozen=True)
+class CacheTableStats:
+    """One table's cache statistics (fl_cache_table_stats)."""
+
+    lookups: int
+    hits: int
+    dram_hits: int
+    misses: int
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Every field of fl_cache_stats (see include/fleche.h), plus `tables`: the
+    per-table statistics by table name."""
+
+    queries: int
+    lookups: int
+    hits: int
+    dram_hits: int
+    misses: int
+    admissions: int
+    evictions: int
+    invalidations: int
+    pool_bytes_used: int
+    pool_bytes: int
+    index_bytes: int
+    index_entries: int
+    index_slots: int
+    unified_entries: int
+    ns_index: float
+    ns_hit_copy: float
+    ns_miss_fetch: float
+    ns_admission: float
+    unique_misses: int
+    ns_store_gather: float
+    gpu_ns_index: float
+    gpu_ns_hit_copy: float
+    tables: Dict[str, CacheTableStats] = field(default_factory=dict)
+
+    @property
+    def hit_rate(self) -> float:
+        """hits / lookups (0.0 before any lookup)."""
+        return self.hits / self.lookups if self.lookups else 0.0
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The statistics as a plain dict (per-table entries as dicts too)."""
+        return asdict(self)
+
+
+class Store:
+    """The CPU-DRAM store holding every vector of every table (fl_store).
+
+    Every method is thread-safe (the C store is); close() waits for calls in
+    flight. Use it as a context manager, or call close(): closing a store
+    closes its caches first.
+
+    Args:
+        tables: the tables, in index order.
+        threads: gather pool size (0 = one per core).
+    """
+
+    def __init__(self, tables: Sequence[Table], threads: int = 0) -> None:
+        tables = list(tables)
+        if not tables:
+            raise InvalidArgument("Store: at least one table is needed")
+        for t in tables:
+            if not isinstance(t, Table):
+                raise InvalidArgument(f"Store: tables must be fleche.Table, got {type(t).__name__}")
+        names = [t.name for t in tables]
+        if len(set(names)) != len(names):
+            raise InvalidArgument(f"Store: table names must be unique, got {names}")
+        descs = (_lib.fl_table_desc * len(tables))()
+        keep = []
+        for d, t in zip(descs, tables):
+            name = t.name.encode()
+            keep.append(name)
+            d.name = name
+            d.corpus_size = t.corpus_size
+            d.dim = t.dim
+            d.dtype = _DTYPES[t.dtype]
+            d.id_kind = _IDS[t.ids]
+        out = ctypes.c_void_p()
+        st = L.fl_store_create(descs, len(tables), threads, ctypes.byref(out))
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_store_last_error(None).decode())
+        self._init(out.value)
+
+    def _init(self, ptr: int) -> None:
+        self._h = Handle(ptr, L.fl_store_destroy, "store")
+        self._caches: "weakref.WeakSet[Cache]" = weakref.WeakSet()
+        n = L.fl_store_num_tables(ptr)
+        tables = []
+        for i in range(n):
+            d = _lib.fl_table_desc()
+            self._check(L.fl_store_table(ptr, i, ctypes.byref(d)), ptr)
+            tables.append(Table(d.name.decode(), d.corpus_size, d.dim,
+                                _DTYPE_NAMES[d.dtype], _IDS_NAMES[d.id_kind]))
+        self._tables: Tuple[Table, ...] = tuple(tables)
+        self._index: Dict[str, int] = {t.name: i for i, t in enumerate(tables)}
+
+    @classmethod
+    def load(cls, path: PathLike, threads: int = 0) -> "Store":
+        """Loads a store saved by save() (the FLST format, docs/FORMATS.md).
+
+        Raises IoError (cannot open or read) or FormatError (truncated,
+        corrupted or foreign file; the message names file and byte offset)."""
+        out = ctypes.c_void_p()
+        st = L.fl_store_load(_path(path), threads, ctypes.byref(out))
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_store_last_error(None).decode())
+        self = cls.__new__(cls)
+        self._init(out.value)
+        return self
+
+    # ------------------------------------------------------------ plumbing
+
+    @staticmethod
+    def _check(st: int, ptr: Optional[int]) -> None:
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_store_last_error(ptr).decode())
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        ptr = self._h.enter()
+        try:
+            self._check(fn(ptr, *args), ptr)
+        finally:
+            self._h.leave()
+
+    def table_index(self, table: TableRef) -> int:
+        """The index of a table given by name or index (InvalidArgument if unknown)."""
+        if isinstance(table, (int, np.integer)) and not isinstance(table, bool):
+            i = int(table)
+            if 0 <= i < len(self._tables):
+                return i
+            raise InvalidArgument(f"unknown table index {i} (the store has "
+                                  f"{len(self._tables)} tables)")
+        if isinstance(table, str):
+            try:
+                return self._index[table]
+            except KeyError:
+                raise InvalidArgument(f"unknown table {table!r} (tables: "
+                                      f"{list(self._index)})") from None
+        raise InvalidArgument(f"a table is a name (str) or an index (int), got "
+                              f"{type(table).__name__}")
+
+    def table(self, table: TableRef) -> Table:
+        """The Table given by name or index."""
+        return self._tables[self.table_index(table)]
+
+    @property
+    def tables(self) -> Tuple[Table, ...]:
+        """The tables, in index order."""
+        return self._tables
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    # ------------------------------------------------------------ contents
+
+    def fill_synthetic(self, table: TableRef, seed: int) -> None:
+        """Fills a table with the deterministic synthetic model (fl_store_fill_synthetic):
+        dense tables get synthetic_value(seed, index, id, j) for every row; hashed
+        tables get corpus_size rows of scrambled ids (docs/API.md)."""
+        self._call(L.fl_store_fill_synthetic, self.table_index(table), seed)
+
+    def upsert(self, table: TableRef, ids: Any, vectors: Any) -> None:
+        """Inserts or overwrites rows (fl_store_upsert). Thread-safe with queries;
+        caches over the store drop the old values.
+
+        Args:
+            ids: uint64 or int64 ids, 1-D, C-contiguous (int64 bits are taken as uint64).
+            vectors: shape (len(ids), dim) of the table's dtype, C-contiguous.
+        """
+        i = self.table_index(table)
+        t = self._tables[i]
+        idb = ids_buffer(ids, f"upsert {t.name!r} ids")
+        vb = vectors_buffer(vectors, idb.shape[0], t.dim, t.numpy_dtype,
+                            f"upsert {t.name!r} vectors", writable=False)
+        _host_only(idb, vb)
+        self._call(L.fl_store_upsert, i, idb.address, idb.shape[0], vb.address)
+
+    def remove(self, table: TableRef, ids: Any) -> None:
+        """Removes rows of a hashed table (absent ids are ignored; fl_store_remove).
+        Dense tables hold every id: InvalidArgument."""
+        i = self.table_index(table)
+        idb = ids_buffer(ids, f"remove {self._tables[i].name!r} ids")
+        _host_only(idb)
+        self._call(L.fl_store_remove, i, idb.address, idb.shape[0])
+
+    def gather(self, table: TableRef, ids: Any, *, missing: str = "zero",
+               out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Looks ids up in the store itself, bypassing any cache (fl_store_gather).
+
+        The call runs in C without the GIL (ctypes releases it), on the store's
+        thread pool; other Python threads keep running.
+
+        Args:
+            ids: host ids, uint64 or int64, 1-D, C-contiguous.
+            missing: "zero" (absent ids of a hashed table give zero rows) or
+                "error" (raise NotFound).
+            out: optional (len(ids), dim) array of the table's dtype to fill.
+        Returns:
+            the (len(ids), dim) vectors (`out` when given).
+        """
+        i = self.table_index(table)
+        t = self._tables[i]
+        idb = ids_buffer(ids, f"gather {t.name!r} ids")
+        n = idb.shape[0]
+        if out is None:
+            out = np.empty((n, t.dim), dtype=t.numpy_dtype)
+        ob = vectors_buffer(out, n, t.dim, t.numpy_dtype, f"gather {t.name!r} out",
+                            writable=True)
+        _host_only(idb, ob)
+        q = _lib.fl_table_query(i, idb.address, n, ob.address)
+        self._call(L.fl_store_gather, ctypes.byref(q), 1,
+                   _choice("missing", missing, _MISSING), None)
+        return out
+
+    def stats(self, table: TableRef) -> StoreTableStats:
+        """One table's statistics (fl_store_stats)."""
+        s = _lib.fl_store_table_stats()
+        self._call(L.fl_store_stats, self.table_index(table), ctypes.byref(s))
+        return StoreTableStats(s.rows, s.bytes, s.lookups, s.misses)
+
+    # ------------------------------------------------------------ files
+
+    def save(self, path: PathLike) -> None:
+        """Writes every table to `path` in the FLST format (fl_store_save)."""
+        self._call(L.fl_store_save, _path(path))
+
+    def import_npy(self, table: TableRef, ids_path: PathLike, vectors_path: PathLike) -> None:
+        """Upserts the rows of a NumPy pair: int64 ids of shape (n,) and vectors of
+        shape (n, dim) of the table's dtype (fl_store_import_npy). All or nothing."""
+        self._call(L.fl_store_import_npy, self.table_index(table), _path(ids_path),
+                   _path(vectors_path))
+
+    def export_npy(self, table: TableRef, ids_path: PathLike, vectors_path: PathLike) -> None:
+        """Writes a table's rows as a NumPy pair (fl_store_export_npy)."""
+        self._call(L.fl_store_export_npy, self.table_index(table), _path(ids_path),
+                   _path(vectors_path))
+
+    def import_hugectr(self, table: TableRef, folder: PathLike) -> None:
+        """Upserts the rows of a HugeCTR sparse model folder (`key`, `emb_vector`);
+        float32 tables only (fl_store_import_hugectr)."""
+        self._call(L.fl_store_import_hugectr, self.table_index(table), _path(folder))
+
+    def export_hugectr(self, table: TableRef, folder: PathLike) -> None:
+        """Writes a table as a HugeCTR sparse model folder (fl_store_export_hugectr)."""
+        self._call(L.fl_store_export_hugectr, self.table_index(table), _path(folder))
+
+    # ------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        """Closes the store's caches, then destroys the store (after calls in
+        flight). Idempotent; later calls raise InvalidArgument."""
+        for cache in list(self._caches):
+            cache.close()
+        self._h.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self._tables)} tables"
+        return f"<fleche.Store {state}: {[t.name for t in self._tables]}>"
+
+
+def _host_only(*bufs: Buffer) -> None:
+    for b in bufs:
+        if b.device:
+            raise InvalidArgument("this call takes host memory only (NumPy arrays), "
+                                  "got a device array")
+
+
+def _device_empty(like: Any, n: int, dim: int, dtype: np.dtype) -> Any:
+    """A (n, dim) output on the device of `like` (a torch tensor or CuPy array)."""
+    mod = type(like).__module__.split(".")[0]
+    if mod == "torch":
+        import torch  # noqa: PLC0415 (only for torch inputs)
+
+        tdtype = torch.float16 if dtype == np.float16 else torch.float32
+        return torch.empty((n, dim), dtype=tdtype, device=like.device)
+    if mod == "cupy":
+        import cupy  # noqa: PLC0415 (only for CuPy inputs)
+
+        with like.device:
+            return cupy.empty((n, dim), dtype=dtype)
+    raise InvalidArgument(f"device ids of type {type(like).__name__}: pass out= "
+                          "(fleche allocates device outputs only for torch and CuPy inputs)")
+
+
+class Cache:
+    """A cache in front of a Store (fl_cache): host backend here, CUDA with a GPU.
+
+    Every method is thread-safe; many threads may query at once (each on its
+    own stream with CUDA). The cache keeps its store alive, and is destroyed
+    before it. Use it as a context manager, or call close().
+
+    Keyword arguments map to fl_config fields; None keeps the library default
+    (fl_config_default): budget_bytes 1 GiB, admit_probability 0.5, key_bits 64,
+    max_load 0.5, watermarks 0.95/0.80, unified_entries 0, host_threads 0 (all
+    cores), seed 0x5eed. backend "auto" picks CUDA when a GPU is usable (env
+    FL_BACKEND=host|cuda overrides "auto"). missing: "zero" (absent hashed ids
+    answer zero vectors) or "error" (queries raise NotFound).
+    """
+
+    def __init__(self, store: Store, *, budget_bytes: Optional[int] = None,
+                 backend: str = "auto", layout: str = "flat",
+                 admit_probability: Optional[float] = None, key_bits: Optional[int] = None,
+                 unified_entries: Optional[int] = None, host_threads: Optional[int] = None,
+                 missing: str = "zero", device: Optional[int] = None,
+                 encoding: str = "size_aware", max_load: Optional[float] = None,
+                 high_watermark: Optional[float] = None, low_watermark: Optional[float] = None,
+                 seed: Optional[int] = None, profile: bool = False) -> None:
+        if not isinstance(store, Store):
+            raise InvalidArgument(f"Cache: expected a fleche.Store, got {type(store).__name__}")
+        cfg = _lib.fl_config()
+        L.fl_config_default(ctypes.byref(cfg))
+        cfg.backend = _choice("backend", backend, _BACKENDS)
+        cfg.layout = _choice("layout", layout, _LAYOUTS)
+        cfg.encoding = _choice("encoding", encoding, _ENCODINGS)
+        cfg.missing = _choice("missing", missing, _MISSING)
+        cfg.profile = int(bool(profile))
+        for name, value in (("budget_bytes", budget_bytes), ("admit_probability", admit_probability),
+                            ("key_bits", key_bits), ("unified_entries", unified_entries),
+                            ("host_threads", host_threads), ("device", device),
+                            ("max_load", max_load), ("high_watermark", high_watermark),
+                            ("low_watermark", low_watermark), ("seed", seed)):
+            if value is not None:
+                if isinstance(getattr(cfg, name), int) and (not isinstance(value, (int, np.integer))
+                                                            or value < 0):
+                    raise InvalidArgument(f"Cache {name}: expected a non-negative int, "
+                                          f"got {value!r}")
+                setattr(cfg, name, value)
+        self._store = store
+        sptr = store._h.enter()
+        try:
+            out = ctypes.c_void_p()
+            st = L.fl_cache_create(sptr, ctypes.byref(cfg), ctypes.byref(out))
+            if st != _lib.FL_OK:
+                raise from_status(st, L.fl_cache_last_error(None).decode())
+            self._h = Handle(out.value, L.fl_cache_destroy, "cache", parent=store._h)
+        finally:
+            store._h.leave()
+        store._caches.add(self)
+        self._backend = _BACKEND_NAMES[L.fl_cache_backend(out.value)]
+        self._n_tables = len(store.tables)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _check(self, st: int, ptr: int) -> None:
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_cache_last_error(ptr).decode())
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        ptr = self._h.enter()
+        try:
+            self._check(fn(ptr, *args), ptr)
+        finally:
+            self._h.leave()
+
+    @property
+    def store(self) -> Store:
+        """The store this cache is over."""
+        return self._store
+
+    @property
+    def backend(self) -> str:
+        """"host" or "cuda": the backend in use (fl_cache_backend)."""
+        return self._backend
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    # ------------------------------------------------------------ queries
+
+    def query(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]] = None,
+              stream: Any = None) -> Dict[TableRef, Any]:
+        """Looks up the vectors of a batch of ids across tables (one fl_query).
+
+        The call runs in C without the GIL (ctypes releases it during foreign
+        calls), so queries from several Python threads run in parallel.
+
+        Args:
+            queries: table (name or index) -> ids. Ids are uint64 or int64 (bits
+                taken as uint64), 1-D, C-contiguous: NumPy arrays, objects with
+                __dlpack__ on the CPU, or (CUDA backend) device arrays with
+                __cuda_array_interface__ such as torch CUDA tensors.
+            out: optional table -> output with the same keys: (len(ids), dim)
+                arrays of the table's dtype (float32 or float16), C-contiguous,
+                writable; host or (CUDA backend) device memory.
+            stream: CUDA stream: None (the legacy default stream), an int
+                cudaStream_t, or an object with .cuda_stream (torch) or .ptr
+                (CuPy). The host backend ignores it.
+        Returns:
+            a dict with the keys of `queries`: NumPy arrays for host ids (new
+            ones, or the `out` arrays); for device ids without `out`, torch or
+            CuPy arrays on the ids' device. CUDA backend with device outputs:
+            complete when `stream` reaches the point of this call; host outputs
+            are complete on return.
+        Raises:
+            InvalidArgument (bad table, dtype, shape, layout: checked before C),
+            OutOfRange (a dense id >= corpus size), NotFound (missing="error"),
+            and the other fleche.Error subclasses with the library's message.
+        """
+        if not isinstance(queries, Mapping):
+            raise InvalidArgument(f"query: expected a mapping of table -> ids, got "
+                                  f"{type(queries).__name__}")
+        if out is not None and not isinstance(out, Mapping):
+            raise InvalidArgument(f"query out: expected a mapping of table -> array, got "
+                                  f"{type(out).__name__}")
+        store = self._store
+        k = len(queries)
+        qs = (_lib.fl_table_query * max(k, 1))()
+        result: Dict[TableRef, Any] = {}
+        keep: List[Buffer] = []
+        host = self._backend == "host"
+        for q, (key, ids) in zip(qs, queries.items()):
+            i = store.table_index(key)
+            t = store._tables[i]
+            idb = ids_buffer(ids, f"query {key!r} ids")
+            n = idb.shape[0]
+            if out is None:
+                o = (_device_empty(idb.owner, n, t.dim, t.numpy_dtype) if idb.device
+                     else np.empty((n, t.dim), dtype=t.numpy_dtype))
+            else:
+                if key not in out:
+                    raise InvalidArgument(f"query out: no output for table {key!r}")
+                o = out[key]
+            ob = vectors_buffer(o, n, t.dim, t.numpy_dtype, f"query {key!r} out", writable=True)
+            if host and (idb.device or ob.device):
+                raise InvalidArgument(f"query {key!r}: the host backend takes host memory "
+                                      "only, got a device array")
+            q.table, q.ids, q.n, q.out = i, idb.address, n, ob.address
+            keep.append(idb)
+            keep.append(ob)
+            result[key] = o
+        if out is not None and len(out) != k:
+            extra = [key for key in out if key not in queries]
+            raise InvalidArgument(f"query out: outputs for tables not queried: {extra}")
+        handle = stream_handle(stream)
+        ptr = self._h.enter()
+        try:
+            self._check(L.fl_query(ptr, qs, k, handle), ptr)
+        finally:
+            self._h.leave()
+        del keep
+        return result
+
+    # ------------------------------------------------------------ control
+
+    def sync(self) -> None:
+        """Waits until every admission enqueued so far is published and counted
+        (fl_cache_sync). Host backend: returns at once."""
+        self._call(L.fl_cache_sync)
+
+    def reserve(self, keys: int, queries: int) -> None:
+        """Allocates the query buffers for one query of up to `keys` ids in up to
+        `queries` tables ahead of time (fl_cache_reserve). Host backend: no-op."""
+        self._call(L.fl_cache_reserve, keys, queries)
+
+    def set_unified_entries(self, n: int) -> None:
+        """Sets how many index entries may point into the store (the unified
+        index; fl_cache_set_unified_entries)."""
+        self._call(L.fl_cache_set_unified_entries, n)
+
+    def clear(self) -> None:
+        """Drops every cached entry (fl_cache_clear)."""
+        self._call(L.fl_cache_clear)
+
+    def stats(self) -> CacheStats:
+        """A snapshot of the statistics, totals and per table (fl_cache_stats_get)."""
+        s = _lib.fl_cache_stats()
+        per = (_lib.fl_cache_table_stats * self._n_tables)()
+        self._call(L.fl_cache_stats_get, ctypes.byref(s), per, self._n_tables)
+        tables = {t.name: CacheTableStats(p.lookups, p.hits, p.dram_hits, p.misses)
+                  for t, p in zip(self._store.tables, per)}
+        return CacheStats(*(getattr(s, name) for name, _ in _lib.fl_cache_stats._fields_),
+                          tables=tables)
+
+    def reset_stats(self) -> None:
+        """Zeroes the statistics (fl_cache_stats_reset)."""
+        ptr = self._h.enter()
+        try:
+            L.fl_cache_stats_reset(ptr)
+        finally:
+            self._h.leave()
+
+    # ------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        """Destroys the cache after the calls in flight (idempotent); later calls
+        raise InvalidArgument. The store stays open."""
+        self._h.close()
+
+    def __enter__(self) -> "Cache":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self._backend
+        return f"<fleche.Cache {state} over {self._store!r}>"
+

@@ -1,0 +1,87 @@
+"""Lifetime of a native handle (fl_store *, fl_cache *) shared by Python threads.
+
+A handle counts the calls in flight; close() waits for them, then destroys the
+native object, so closing from one thread while another queries is safe (the
+query finishes first; later calls raise). A store's handle also counts the
+caches over it ("dependents"): the store is destroyed only after its last
+cache, whatever order the garbage collector finalizes them in.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Optional
+
+from .errors import InvalidArgument
+
+
+class Handle:
+    """A native pointer with in-flight call counting and ordered destruction."""
+
+    __slots__ = ("ptr", "_destroy", "_what", "_cond", "_active", "_closed", "_deps",
+                 "_pending", "_parent")
+
+    def __init__(self, ptr: int, destroy: Callable[[int], None], what: str,
+                 parent: Optional["Handle"] = None) -> None:
+        self.ptr: Optional[int] = ptr
+        self._destroy = destroy
+        self._what = what
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+        self._closed = False
+        self._deps = 0
+        self._pending = False
+        self._parent = parent
+        if parent is not None:
+            with parent._cond:
+                parent._deps += 1
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def enter(self) -> int:
+        """Starts a call: the pointer, or InvalidArgument when closed. Pair with leave()."""
+        with self._cond:
+            if self._closed:
+                raise InvalidArgument(f"the {self._what} is closed")
+            self._active += 1
+            return self.ptr  # type: ignore[return-value]
+
+    def leave(self) -> None:
+        """Ends a call started by enter()."""
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        """Refuses new calls, waits for those in flight, destroys the native object
+        (a store with caches left: when the last of them is destroyed)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            while self._active:
+                self._cond.wait()
+            if self._deps:
+                self._pending = True
+                return
+        self._destroy_now()
+
+    def _destroy_now(self) -> None:
+        ptr, self.ptr = self.ptr, None
+        if ptr:
+            self._destroy(ptr)
+        if self._parent is not None:
+            self._parent._dependent_gone()
+            self._parent = None
+
+    def _dependent_gone(self) -> None:
+        with self._cond:
+            self._deps -= 1
+            ready = self._deps == 0 and self._pending
+            if ready:
+                self._pending = False
+        if ready:
+            self._destroy_now()

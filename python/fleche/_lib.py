@@ -1,0 +1,196 @@
+"""ctypes declarations of include/fleche.h and the loaded libfleche.so.
+
+Every function is declared with argtypes/restype. The library is a ctypes
+CDLL, so each foreign call releases the GIL while it runs (ctypes does that for
+CDLL functions): queries from several Python threads run in parallel in C.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_double,
+    c_float,
+    c_int,
+    c_size_t,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+
+# fl_status
+FL_OK = 0
+FL_ERR_INVALID_ARGUMENT = 1
+FL_ERR_OUT_OF_RANGE = 2
+FL_ERR_NOT_FOUND = 3
+FL_ERR_OUT_OF_MEMORY = 4
+FL_ERR_CUDA = 5
+FL_ERR_NO_DEVICE = 6
+FL_ERR_IO = 7
+FL_ERR_FORMAT = 8
+FL_ERR_UNSUPPORTED = 9
+
+# enums
+FL_FP32, FL_FP16 = 0, 1
+FL_IDS_DENSE, FL_IDS_HASHED = 0, 1
+FL_MISSING_ZERO, FL_MISSING_ERROR = 0, 1
+FL_ENCODING_SIZE_AWARE, FL_ENCODING_FIXED = 0, 1
+FL_BACKEND_AUTO, FL_BACKEND_HOST, FL_BACKEND_CUDA = 0, 1, 2
+FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE = 0, 1
+
+
+class fl_table_desc(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("corpus_size", c_uint64),
+        ("dim", c_uint32),
+        ("dtype", c_int),
+        ("id_kind", c_int),
+    ]
+
+
+class fl_table_query(Structure):
+    _fields_ = [
+        ("table", c_uint32),
+        ("ids", c_void_p),
+        ("n", c_size_t),
+        ("out", c_void_p),
+    ]
+
+
+class fl_store_table_stats(Structure):
+    _fields_ = [
+        ("rows", c_uint64),
+        ("bytes", c_uint64),
+        ("lookups", c_uint64),
+        ("misses", c_uint64),
+    ]
+
+
+class fl_config(Structure):
+    _fields_ = [
+        ("backend", c_int),
+        ("device", c_int),
+        ("layout", c_int),
+        ("key_bits", c_uint32),
+        ("encoding", c_int),
+        ("budget_bytes", c_uint64),
+        ("max_load", c_double),
+        ("admit_probability", c_double),
+        ("high_watermark", c_double),
+        ("low_watermark", c_double),
+        ("unified_entries", c_uint64),
+        ("seed", c_uint64),
+        ("host_threads", c_uint32),
+        ("missing", c_int),
+        ("profile", c_int),
+    ]
+
+
+class fl_cache_stats(Structure):
+    _fields_ = [
+        ("queries", c_uint64),
+        ("lookups", c_uint64),
+        ("hits", c_uint64),
+        ("dram_hits", c_uint64),
+        ("misses", c_uint64),
+        ("admissions", c_uint64),
+        ("evictions", c_uint64),
+        ("invalidations", c_uint64),
+        ("pool_bytes_used", c_uint64),
+        ("pool_bytes", c_uint64),
+        ("index_bytes", c_uint64),
+        ("index_entries", c_uint64),
+        ("index_slots", c_uint64),
+        ("unified_entries", c_uint64),
+        ("ns_index", c_double),
+        ("ns_hit_copy", c_double),
+        ("ns_miss_fetch", c_double),
+        ("ns_admission", c_double),
+        ("unique_misses", c_uint64),
+        ("ns_store_gather", c_double),
+        ("gpu_ns_index", c_double),
+        ("gpu_ns_hit_copy", c_double),
+    ]
+
+
+class fl_cache_table_stats(Structure):
+    _fields_ = [
+        ("lookups", c_uint64),
+        ("hits", c_uint64),
+        ("dram_hits", c_uint64),
+        ("misses", c_uint64),
+    ]
+
+
+def library_path() -> Path:
+    """Path of the libfleche.so this package loads (env FLECHE_LIBRARY overrides)."""
+    env = os.environ.get("FLECHE_LIBRARY")
+    return Path(env) if env else Path(__file__).resolve().parent / "libfleche.so"
+
+
+def _load() -> ctypes.CDLL:
+    path = library_path()
+    if not path.is_file():
+        raise ImportError(
+            f"fleche: {path} is missing; install the package with `pip install ./python` "
+            "from the repository checkout (it builds the library with ./bazelw)"
+        )
+    return ctypes.CDLL(str(path))
+
+
+lib = _load()
+
+_status = c_int
+_store_p = c_void_p
+_cache_p = c_void_p
+_u64p = c_void_p  # ids: raw addresses of NumPy / device buffers
+
+
+def _decl(name: str, restype, *argtypes) -> None:
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+_decl("fl_status_name", c_char_p, c_int)
+_decl("fl_version", c_char_p)
+_decl("fl_cuda_device_count", c_int)
+
+_decl("fl_store_create", _status, POINTER(fl_table_desc), c_uint32, c_uint32, POINTER(_store_p))
+_decl("fl_store_destroy", None, _store_p)
+_decl("fl_store_last_error", c_char_p, _store_p)
+_decl("fl_store_num_tables", c_uint32, _store_p)
+_decl("fl_store_table", _status, _store_p, c_uint32, POINTER(fl_table_desc))
+_decl("fl_store_fill_synthetic", _status, _store_p, c_uint32, c_uint64)
+_decl("fl_synthetic_value", c_float, c_uint64, c_uint32, c_uint64, c_uint32)
+_decl("fl_store_upsert", _status, _store_p, c_uint32, _u64p, c_size_t, c_void_p)
+_decl("fl_store_remove", _status, _store_p, c_uint32, _u64p, c_size_t)
+_decl("fl_store_gather", _status, _store_p, POINTER(fl_table_query), c_uint32, c_int,
+      POINTER(c_uint64))
+_decl("fl_store_stats", _status, _store_p, c_uint32, POINTER(fl_store_table_stats))
+_decl("fl_store_save", _status, _store_p, c_char_p)
+_decl("fl_store_load", _status, c_char_p, c_uint32, POINTER(_store_p))
+_decl("fl_store_import_npy", _status, _store_p, c_uint32, c_char_p, c_char_p)
+_decl("fl_store_export_npy", _status, _store_p, c_uint32, c_char_p, c_char_p)
+_decl("fl_store_import_hugectr", _status, _store_p, c_uint32, c_char_p)
+_decl("fl_store_export_hugectr", _status, _store_p, c_uint32, c_char_p)
+
+_decl("fl_config_default", None, POINTER(fl_config))
+_decl("fl_cache_create", _status, _store_p, POINTER(fl_config), POINTER(_cache_p))
+_decl("fl_cache_destroy", None, _cache_p)
+_decl("fl_cache_last_error", c_char_p, _cache_p)
+_decl("fl_cache_backend", c_int, _cache_p)
+_decl("fl_query", _status, _cache_p, POINTER(fl_table_query), c_uint32, c_void_p)
+_decl("fl_cache_sync", _status, _cache_p)
+_decl("fl_cache_reserve", _status, _cache_p, c_uint64, c_uint32)
+_decl("fl_cache_set_unified_entries", _status, _cache_p, c_uint64)
+_decl("fl_cache_clear", _status, _cache_p)
+_decl("fl_cache_stats_get", _status, _cache_p, POINTER(fl_cache_stats),
+      POINTER(fl_cache_table_stats), c_uint32)
+_decl("fl_cache_stats_reset", None, _cache_p)

@@ -1,0 +1,75 @@
+"""Builds libfleche.so with Bazel and bundles it into the fleche package.
+
+`pip install ./python` (from the repository root) runs this: build_py calls
+`../bazelw build --define=fl_malloc=system //:fleche_shared` and copies
+bazel-bin/python/libfleche.so into the package. The wheel is tagged for this
+platform (the package holds a native library, though no extension module).
+
+Environment:
+  FLECHE_LIBRARY=/path/libfleche.so  bundle this prebuilt library, skip Bazel.
+  FLECHE_BAZEL_ARGS="-c opt ..."      extra arguments for the Bazel build.
+
+Why --define=fl_malloc=system: the store's default allocator is a static
+jemalloc (libjemalloc_pic.a), whose thread-local state uses the initial-exec
+TLS model; a shared object carrying it cannot be dlopen'ed ("cannot allocate
+memory in static TLS block"). The system allocator is the one the ASan and
+TSan builds use. python/BUILD refuses to build the target without it.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LIB = "libfleche.so"
+
+
+def _build_library() -> Path:
+    prebuilt = os.environ.get("FLECHE_LIBRARY")
+    if prebuilt:
+        return Path(prebuilt)
+    bazelw = ROOT / "bazelw"
+    if not bazelw.exists():
+        raise SystemExit(
+            f"fleche: {bazelw} not found. Install from the repository checkout "
+            "(pip install ./python builds in place), or set FLECHE_LIBRARY to a "
+            "prebuilt libfleche.so."
+        )
+    args = ["--define=fl_malloc=system"] + shlex.split(os.environ.get("FLECHE_BAZEL_ARGS", ""))
+    subprocess.run([str(bazelw), "build", *args, "//:fleche_shared"], cwd=ROOT, check=True)
+    bin_dir = subprocess.run(
+        [str(bazelw), "info", *args, "bazel-bin"],
+        cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True,
+    ).stdout.strip()
+    return Path(bin_dir) / "python" / LIB
+
+
+class BuildWithBazel(build_py):
+    """build_py that first builds and copies libfleche.so into the package."""
+
+    def run(self) -> None:
+        lib = _build_library()
+        if not lib.is_file():
+            raise SystemExit(f"fleche: the build did not produce {lib}")
+        super().run()
+        dest = Path(self.build_lib) / "fleche" / LIB
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(lib, dest)
+        os.chmod(dest, 0o755)
+
+
+class BinaryDistribution(Distribution):
+    """The package bundles a native library: a platform wheel, not a pure one."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+setup(cmdclass={"build_py": BuildWithBazel}, distclass=BinaryDistribution)
