@@ -6,7 +6,7 @@ import ctypes
 import os
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -14,6 +14,8 @@ from . import _lib
 from ._buffers import Buffer, ids_buffer, stream_handle, vectors_buffer
 from ._handle import Handle
 from .errors import InvalidArgument, from_status
+
+_T = TypeVar("_T", bound="_Owner")
 
 L = _lib.lib
 PathLike = Union[str, "os.PathLike[str]"]
@@ -157,7 +159,29 @@ class CacheStats:
         return asdict(self)
 
 
-class Store:
+class _Owner:
+    """What Store and Cache share about their lifetime: a C handle in self._h
+    (a _handle.Handle), close() defined by each, use as a context manager, and
+    a finalizer that closes the handle if the user did not."""
+
+    _h: Handle
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.close()
+
+
+class Store(_Owner):
     """The CPU-DRAM store holding every vector of every table (fl_store).
 
     Every method is thread-safe (the C store is); close() waits for calls in
@@ -368,17 +392,6 @@ class Store:
             cache.close()
         self._h.close()
 
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            h.close()
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self._tables)} tables"
         return f"<fleche.Store {state}: {[t.name for t in self._tables]}>"
@@ -408,7 +421,7 @@ def _device_empty(like: Any, n: int, dim: int, dtype: np.dtype) -> Any:
                           "(fleche allocates device outputs only for torch and CuPy inputs)")
 
 
-class Cache:
+class Cache(_Owner):
     """A cache in front of a Store (fl_cache): host backend here, CUDA with a GPU.
 
     Every method is thread-safe; many threads may query at once (each on its
@@ -612,17 +625,6 @@ class Cache:
         """Destroys the cache after the calls in flight (idempotent); later calls
         raise InvalidArgument. The store stays open."""
         self._h.close()
-
-    def __enter__(self) -> "Cache":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            h.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else self._backend
