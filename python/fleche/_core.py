@@ -169,6 +169,18 @@ class _Owner:
     def close(self) -> None:
         raise NotImplementedError
 
+    def _check(self, st: int, ptr: Any) -> None:
+        """Raises the exception of status st with the handle's last message."""
+        raise NotImplementedError
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        """Calls fn(handle, *args) while the handle stays open; raises on error."""
+        ptr = self._h.enter()
+        try:
+            self._check(fn(ptr, *args), ptr)
+        finally:
+            self._h.leave()
+
     def __enter__(self: _T) -> _T:
         return self
 
@@ -252,13 +264,6 @@ class Store(_Owner):
     def _check(st: int, ptr: Optional[int]) -> None:
         if st != _lib.FL_OK:
             raise from_status(st, L.fl_store_last_error(ptr).decode())
-
-    def _call(self, fn: Any, *args: Any) -> None:
-        ptr = self._h.enter()
-        try:
-            self._check(fn(ptr, *args), ptr)
-        finally:
-            self._h.leave()
 
     def table_index(self, table: TableRef) -> int:
         """The index of a table given by name or index (InvalidArgument if unknown)."""
@@ -483,13 +488,6 @@ class Cache(_Owner):
     def _check(self, st: int, ptr: int) -> None:
         if st != _lib.FL_OK:
             raise from_status(st, L.fl_cache_last_error(ptr).decode())
-
-    def _call(self, fn: Any, *args: Any) -> None:
-        ptr = self._h.enter()
-        try:
-            self._check(fn(ptr, *args), ptr)
-        finally:
-            self._h.leave()
 
     @property
     def store(self) -> Store:
