@@ -145,6 +145,30 @@ class CacheTest : public testing::TestWithParam<Param> {
     }
   }
 
+  // `threads` callers, each on its own stream (CUDA), query `batches` batches
+  // of skewed ids (thread th: base + step * th ids per table) and check every
+  // answer; device buffers every other batch on CUDA. Returns the failures.
+  int ConcurrentReaders(fl_cache *c, int threads, int batches, uint64_t seed, size_t base,
+                        size_t step) {
+    std::vector<std::thread> pool;
+    std::atomic<int> failures{0};
+    for (int th = 0; th < threads; th++) {
+      pool.emplace_back([&, th] {
+        cudaStream_t stream = nullptr;
+        if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
+        std::mt19937_64 rng(seed + th);
+        for (int batch = 0; batch < batches; batch++) {
+          QueryAndCheck(c, Ids(rng, base + step * th), stream,
+                        GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
+          if (HasFailure()) failures++;
+        }
+        if (stream) cudaStreamDestroy(stream);
+      });
+    }
+    for (auto &t : pool) t.join();
+    return failures.load();
+  }
+
   // Statistics once every admission enqueued so far is counted.
   fl_cache_stats Stats(fl_cache *c) {
     fl_cache_stats s;
@@ -304,6 +328,11 @@ TEST_P(CacheTest, BadInputChangesNothing) {
   q.ids = nullptr;
   EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(fl_query(nullptr, &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_sync(nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_reserve(nullptr, 10, 1), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_reserve(c.get(), 1ull << 33, 4), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("2^32-1"), std::string::npos)
+      << fl_cache_last_error(c.get());
   // Still fully usable.
   std::mt19937_64 rng(3);
   QueryAndCheck(c.get(), Ids(rng, 100), nullptr, false);
@@ -326,23 +355,7 @@ TEST_P(CacheTest, ClearDropsEverything) {
 TEST_P(CacheTest, ConcurrentCallersWithEvictions) {
   fl::Cache c = MakeCache(Config(384 << 10));
   ASSERT_NE(c, nullptr);
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int th = 0; th < 4; th++) {
-    threads.emplace_back([&, th] {
-      cudaStream_t stream = nullptr;
-      if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
-      std::mt19937_64 rng(100 + th);
-      for (int batch = 0; batch < 15; batch++) {
-        QueryAndCheck(c.get(), Ids(rng, 200 + 50 * th), stream,
-                      GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
-        if (HasFailure()) failures++;
-      }
-      if (stream) cudaStreamDestroy(stream);
-    });
-  }
-  for (auto &t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ConcurrentReaders(c.get(), 4, 15, 100, 200, 50), 0);
   EXPECT_GT(Stats(c.get()).evictions, 0u);
 }
 
@@ -508,24 +521,11 @@ TEST_P(CacheTest, AdmissionRacesQueriesClearsAndInvalidations) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
-  std::vector<std::thread> readers;
-  for (int th = 0; th < 3; th++) {
-    readers.emplace_back([&, th] {
-      cudaStream_t stream = nullptr;
-      if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
-      std::mt19937_64 rng(200 + th);
-      for (int batch = 0; batch < 25; batch++) {
-        QueryAndCheck(c.get(), Ids(rng, 300 + 40 * th), stream,
-                      GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
-        if (HasFailure()) failures++;
-      }
-      if (stream) cudaStreamDestroy(stream);
-    });
-  }
-  for (auto &t : readers) t.join();
+  int reader_failures = ConcurrentReaders(c.get(), 3, 25, 200, 300, 40);
   stop = true;
   writer.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(reader_failures, 0);
+  EXPECT_EQ(failures.load(), 0);  // the writer's calls
   fl_cache_stats st = Stats(c.get());
   EXPECT_GT(st.admissions, 0u);
   EXPECT_GT(st.invalidations + st.evictions, 0u);
