@@ -68,6 +68,14 @@ def _host_array(obj: Any, what: str) -> np.ndarray:
         "(for a list, use numpy.asarray(ids, dtype=numpy.uint64))")
 
 
+def _host_buffer(arr: np.ndarray, what: str, problem: str, fix: str) -> Buffer:
+    """The Buffer of a checked host array, which C reads in place: it must be
+    C-contiguous."""
+    if not arr.flags.c_contiguous:
+        raise InvalidArgument(f"{what}: {problem} (strides {arr.strides}); use {fix}")
+    return Buffer(arr.ctypes.data, arr.shape, arr.dtype, False, arr)
+
+
 def ids_buffer(obj: Any, what: str) -> Buffer:
     """Checks an id array: uint64 or int64 (bits taken as uint64), 1-D, C-contiguous."""
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__cuda_array_interface__"):
@@ -83,12 +91,8 @@ def ids_buffer(obj: Any, what: str) -> Buffer:
     if len(shape) != 1:
         raise InvalidArgument(f"{what}: ids must be a 1-D array, got shape {tuple(shape)} "
                               "(flatten it with .ravel())")
-    if buf is not None:
-        return buf
-    if not arr.flags.c_contiguous:
-        raise InvalidArgument(f"{what}: ids must be C-contiguous (strides {arr.strides}); "
-                              "use numpy.ascontiguousarray(ids)")
-    return Buffer(arr.ctypes.data, arr.shape, arr.dtype, False, arr)
+    return buf if buf is not None else _host_buffer(arr, what, "ids must be C-contiguous",
+                                                    "numpy.ascontiguousarray(ids)")
 
 
 def vectors_buffer(obj: Any, n: int, dim: int, dtype: np.dtype, what: str,
@@ -108,12 +112,8 @@ def vectors_buffer(obj: Any, n: int, dim: int, dtype: np.dtype, what: str,
         raise InvalidArgument(f"{what}: expected shape ({n}, {dim}), got {tuple(shape)}")
     if writable and readonly:
         raise InvalidArgument(f"{what}: the output array is read-only")
-    if buf is not None:
-        return buf
-    if not arr.flags.c_contiguous:
-        raise InvalidArgument(f"{what}: the array must be C-contiguous (strides {arr.strides}); "
-                              "use numpy.ascontiguousarray")
-    return Buffer(arr.ctypes.data, arr.shape, arr.dtype, False, arr)
+    return buf if buf is not None else _host_buffer(arr, what, "the array must be C-contiguous",
+                                                    "numpy.ascontiguousarray")
 
 
 def stream_handle(stream: Any) -> Optional[int]:
