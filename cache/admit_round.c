@@ -182,7 +182,9 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need,
   /* With no round in flight (the first, or after a failed launch), the last
    * refill's upload may still read refill_h: let it finish. */
   if (!r->event) FL_CUDA_TRY(c, cudaStreamSynchronize(maint(c)));
+  uint64_t t0 = fl_now_ns();
   fl_status st = fl_round_settle(c, part, 1);
+  atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
   if (st == FL_OK) st = fl_cache_make_room(c, part, 0);
   int starved = 0;
   if (st == FL_OK) st = refill(c, part, need, &starved);

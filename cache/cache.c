@@ -207,7 +207,7 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   const fl_table_info *ti = &c->tables[table];
   uint64_t *keys = ids ? malloc((n ? n : 1) * 2 * sizeof *keys) : NULL;
   pthread_mutex_lock(&c->lock);
-  c->generation[table]++;
+  __atomic_add_fetch(&c->generation[table], 1, __ATOMIC_RELEASE);
   /* Counts first: the erase below may remove entries a round just admitted.
    * (A failed round is reported to its query; the erase goes on.) */
   fl_cache_settle(c, 1);
@@ -345,10 +345,10 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
   uint64_t *locs = malloc((part->slots ? part->slots : 1) * sizeof *locs), n = 0;
   if (!locs) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory clearing part %u", p);
   /* Evicting every age bucket with an unlimited quota takes all entries. */
-  fl_status st = fl_maint_evict(c, part, FL_ENTRY_DRAM, (uint32_t)c->batch, 0, ~0ull, locs, &n);
+  uint32_t now = (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED);
+  fl_status st = fl_maint_evict(c, part, FL_ENTRY_DRAM, now, 0, ~0ull, locs, &n);
   if (st == FL_OK) part->dram_entries = 0;
-  if (st == FL_OK)
-    st = fl_maint_evict(c, part, FL_ENTRY_CACHED, (uint32_t)c->batch, 0, ~0ull, locs, &n);
+  if (st == FL_OK) st = fl_maint_evict(c, part, FL_ENTRY_CACHED, now, 0, ~0ull, locs, &n);
   if (st == FL_OK && n) {
     part->entries -= n < part->entries ? n : part->entries;
     if (fl_reclaim_retire(&c->reclaim, locs, n, p) != 0)
@@ -371,7 +371,7 @@ fl_status fl_cache_clear(fl_cache *c) {
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
   pthread_mutex_lock(&c->lock);
-  c->cfg.unified_entries = n;
+  __atomic_store_n(&c->cfg.unified_entries, n, __ATOMIC_RELAXED); /* read outside the lock */
   /* Lowering the limit drops the coldest pointers now; raising it lets misses
    * leave pointers (and makes the vectors' share of the pool smaller at the
    * next admission). */
@@ -408,6 +408,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->ns_admission = (double)atomic_load(&m->ns_admission);
   out->unique_misses = atomic_load(&m->unique_misses);
   out->ns_store_gather = (double)atomic_load(&m->ns_store_gather);
+  out->ns_admission_wait = (double)atomic_load(&m->ns_admission_wait);
   out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   pthread_mutex_lock(&m->lock);
@@ -452,6 +453,7 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->ns_admission, 0);
   atomic_store(&c->unique_misses, 0);
   atomic_store(&c->ns_store_gather, 0);
+  atomic_store(&c->ns_admission_wait, 0);
   atomic_store(&c->gpu_ns_index, 0);
   atomic_store(&c->gpu_ns_hit_copy, 0);
 }

@@ -74,7 +74,7 @@ struct fl_cache {
   /* Statistics. */
   _Atomic uint64_t queries, admissions, evictions, invalidations;
   _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
-  _Atomic uint64_t unique_misses, ns_store_gather;
+  _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait;
   _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
   fl_table_counters *counters;
 };

@@ -206,7 +206,10 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
   }
   x->in_use = 1;
   pthread_mutex_unlock(&c->lock);
+  size_t had_bytes = x->dev_bytes;
   st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, &x->host, &x->host_bytes, host_bytes);
+  /* New device memory holds no empty set, even at the old address. */
+  if (x->dev_bytes != had_bytes) x->clean_set = NULL;
   if (st != FL_OK) {
     pthread_mutex_lock(&c->lock);
     x->in_use = 0;

@@ -30,6 +30,13 @@ typedef struct fl_scratch {
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
   int in_use;         /* taken by a running fl_query */
+  /* A miss set (fusion/miss_set.h) in dev known to be empty: its address and
+   * slots, so that the next query laying out its set at the same place and
+   * size skips clearing it; clean_set NULL: none. (The set's offset in dev
+   * moves with the header, host ids included: the batch shape alone does not
+   * name it.) */
+  void *clean_set;
+  uint64_t clean_slots;
 } fl_scratch;
 
 typedef struct fl_cuda_state {

@@ -39,7 +39,7 @@ static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, u
     free(locs);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for an eviction scan");
   }
-  uint32_t now = (uint32_t)c->batch;
+  uint32_t now = (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED);
   fl_status st = fl_maint_age_histogram(c, p, kind, now, hist);
   if (st == FL_OK) {
     /* Oldest buckets first: all of buckets above b, `quota` of bucket b. */
@@ -70,7 +70,8 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
   uint64_t total = 0;
   for (uint32_t p = 0; p < c->n_parts; p++) total += c->parts[p].slots;
   /* Per-table layout: each part's share in proportion to its index. */
-  return (uint64_t)((double)c->cfg.unified_entries * (double)c->parts[part].slots / (double)total);
+  uint64_t limit = __atomic_load_n(&c->cfg.unified_entries, __ATOMIC_RELAXED);
+  return (uint64_t)((double)limit * (double)c->parts[part].slots / (double)total);
 }
 
 /* Pool bytes set aside for the part's unified entries: each DRAM pointer

@@ -87,9 +87,10 @@ static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 
 /* Enqueues the admission round of a batch whose unique rows are staged on
  * the device (upload block at D + l->upload) once `ready` fires on the
- * caller's stream. Under c->lock. */
+ * caller's stream, then empties the batch's miss set. Under c->lock. */
 static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, const uint64_t *gen,
-                             const uint32_t *per_arg, int have_refs) {
+                             const uint32_t *per_arg, int have_refs, const fl_miss_out *m,
+                             uint64_t n_miss) {
   fl_cache *c = b->c;
   fl_part *p = &c->parts[b->part];
   uint32_t n_cls = p->pool.n_classes;
@@ -134,6 +135,7 @@ static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, c
   cudaStream_t ms = (cudaStream_t)c->cuda->maint;
   int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
   if (!e) e = fl_launch_admit_round(ab, p->round->dev, ms);
+  if (!e) e = fl_launch_miss_reset(*m, n_miss, ms); /* after the round read the set */
   if (e) return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s",
                         cudaGetErrorString((cudaError_t)e));
   if ((st = fl_round_end(c, b->part)) != FL_OK) return st;
@@ -245,9 +247,15 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   } while (0)
   TRY(cudaMemcpyAsync(D, H, l.header_end, cudaMemcpyHostToDevice, stream));
   if (prof[0]) TRY(cudaEventRecord(prof[0], stream));
+  /* The set is left empty after each use; a set at a new place or size (or
+   * after a failed query) is cleared whole. It is dirty until this query
+   * empties it again. */
+  uint64_t set_slots = fl_miss_set_slots(b->n_keys, b->n_args);
+  int clear_set = !(x->clean_set == D + l.set_ids && x->clean_slots == set_slots);
+  x->clean_set = NULL;
   TRY(fl_launch_index(c->parts[b->part].index, (const fl_code *)(D + l.codes), A,
                       (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args],
-                      b->n_keys, b->now, locs, m, stream));
+                      b->n_keys, b->now, locs, m, clear_set, stream));
   /* The counters come down on the side stream while hits are copied. */
   TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
   if (prof[1]) TRY(cudaEventRecord(prof[1], stream));
@@ -293,9 +301,13 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     uint64_t t2 = fl_now_ns();
     atomic_fetch_add(&c->ns_miss_fetch, t2 - t1);
     pthread_mutex_lock(&c->lock);
-    st = admit_round(b, &l, x, gen, per_arg, want_refs);
+    st = admit_round(b, &l, x, gen, per_arg, want_refs, &m, n_miss);
     pthread_mutex_unlock(&c->lock);
     atomic_fetch_add(&c->ns_admission, fl_now_ns() - t2);
+  }
+  if (st == FL_OK) {
+    x->clean_set = D + l.set_ids;
+    x->clean_slots = set_slots;
   }
   /* Outputs in unregistered host memory come down last. */
   for (uint32_t a = 0; a < b->n_args && st == FL_OK; a++)

@@ -146,6 +146,16 @@ __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, u
   }
 }
 
+// Empties the set slots a batch used (those of its missed positions), so the
+// next batch of the same shape needs no memset of the whole set.
+__global__ void miss_reset(fl_miss_set set, const uint32_t *slot, uint64_t n) {
+  for (uint64_t m = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; m < n;
+       m += (uint64_t)gridDim.x * blockDim.x) {
+    set.ids[slot[m]] = FL_MISS_SET_EMPTY;
+    set.count[slot[m]] = 0;
+  }
+}
+
 unsigned grid_for(uint64_t threads) {
   uint64_t g = (threads + kThreads - 1) / kThreads;
   if (g > 132ull * 64) g = 132ull * 64;  // grid-stride beyond ~64 blocks per SM
@@ -157,15 +167,18 @@ unsigned grid_for(uint64_t threads) {
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
                                uint64_t n_keys, uint32_t now, uint64_t *locs, fl_miss_out m,
-                               void *stream) {
+                               int clear_set, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   uint64_t slots = fl_miss_set_slots(n_keys, n_args);
+  // counters: [0] = 0, [1] = ~0; then the per-arg counters, zeroed.
   cudaError_t e = cudaMemsetAsync(m.counters, 0, sizeof *m.counters, s);
   if (e == cudaSuccess) e = cudaMemsetAsync(m.counters + 1, 0xff, sizeof *m.counters, s);
   if (e == cudaSuccess)
     e = cudaMemsetAsync(m.per_arg, 0, FL_MISS_COUNTERS * n_args * sizeof *m.per_arg, s);
-  if (e == cudaSuccess) e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
-  if (e == cudaSuccess) e = cudaMemsetAsync(m.set.count, 0, slots * sizeof *m.set.count, s);
+  if (e == cudaSuccess && clear_set)
+    e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
+  if (e == cudaSuccess && clear_set)
+    e = cudaMemsetAsync(m.set.count, 0, slots * sizeof *m.set.count, s);
   if (e != cudaSuccess) return (int)e;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
   fused_index<<<grid_for(threads), kThreads, smem, s>>>(v, codes, args, scan, n_args, threads,
@@ -189,5 +202,11 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
   if (n == 0) return 0;
   scatter<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m,
                                                                     stage_base, staging, n);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream) {
+  if (n == 0) return 0;
+  miss_reset<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(m.set, m.slot, n);
   return (int)cudaGetLastError();
 }

@@ -28,11 +28,16 @@ typedef struct fl_miss_out {
 /* The self-identified fused index kernel: encodes every key of every query
  * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
  * cached vector), and deduplicates misses and unified-index hits into unique
- * rows (miss_set.h; counters[1] starts at ~0). The launcher resets the set
- * and counters. scan: n_args + 1 thread offsets (1 thread per key). */
+ * rows (miss_set.h; counters[1] starts at ~0). The launcher resets the
+ * counters, and the set when clear_set (else the set must be empty already:
+ * see fl_launch_miss_reset). scan: n_args + 1 thread offsets (1 thread per
+ * key). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
-                    uint32_t now, uint64_t *locs, fl_miss_out m, void *stream);
+                    uint32_t now, uint64_t *locs, fl_miss_out m, int clear_set, void *stream);
+/* Empties the set slots of m's n missed positions once nothing reads them:
+ * the set is then empty again for the next batch of the same shape. */
+int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, void *stream);

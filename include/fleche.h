@@ -293,6 +293,7 @@ typedef struct fl_cache_stats {
   double ns_hit_copy;         /* ... in hit copies */
   double ns_miss_fetch;       /* ... fetching misses from the store */
   double ns_admission;        /* ... admitting and evicting (CUDA: preparing the round) */
+  double ns_admission_wait;   /* CUDA: of which waiting for the last round to end */
   uint64_t unique_misses;     /* rows fetched from the store: misses and pointer hits,
                                  once per distinct id and query in a call */
   double ns_store_gather;     /* wall time inside the store's gathers (part of

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the GPU bundle (see tools/gpu_bundle.sh) on a GPU machine: every test
 # binary, the CUDA tests again under compute-sanitizer memcheck and racecheck,
-# the default replay and its --compare, and the store benchmark. Logs, XML and
+# the stress run on CUDA (plain and under memcheck), the default replay and
+# its --compare, and the query and store benchmarks. Logs, XML and
 # JSON go to OUTDIR (default ./gpu-out); the last line is the test summary
 # `N passed, N failed, N skipped` counted from the GoogleTest XML.
 set -uo pipefail
@@ -17,9 +18,9 @@ for t in cache_test encoding_test store_test; do
 done
 # memcheck over every CUDA cache test; racecheck is ~50x slower, so by default
 # over the 64-bit flat layout's tests but the two longest (FL_RACECHECK_FILTER
-# widens it).
+# widens it; FL_SANITIZERS picks the tools).
 if command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
+  for tool in ${FL_SANITIZERS:-memcheck racecheck}; do
     filter='*Cuda*'
     [ "$tool" = racecheck ] && filter="${FL_RACECHECK_FILTER:-*CudaFlat64*:-*BatchSizes*:*Churn*}"
     echo "== compute-sanitizer --tool $tool ($filter)"
@@ -28,6 +29,18 @@ if command -v compute-sanitizer >/dev/null; then
       >"$out/sanitizer_$tool.log" 2>&1 || rc=1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -n 3
   done
+fi
+# The stress run on the CUDA backend: 20 s plain, then FL_STRESS_MEMCHECK_S
+# seconds (default 60) under memcheck.
+echo "== stress --backend cuda"
+"$here/stress" --backend cuda --seconds 20 --json "$out/stress.json" >"$out/stress.log" 2>&1 || rc=1
+tail -n 2 "$out/stress.log"
+if command -v compute-sanitizer >/dev/null && [ "${FL_STRESS_MEMCHECK_S:-60}" != 0 ]; then
+  echo "== compute-sanitizer --tool memcheck stress --backend cuda"
+  compute-sanitizer --tool memcheck --error-exitcode 3 "$here/stress" --backend cuda \
+    --seconds "${FL_STRESS_MEMCHECK_S:-60}" --json "$out/stress_memcheck.json" \
+    >"$out/stress_memcheck.log" 2>&1 || rc=1
+  grep -E "^stress:|ERROR SUMMARY" "$out/stress_memcheck.log" | tail -n 2
 fi
 if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
   echo "== replay (default workload)"

@@ -143,6 +143,7 @@ class CacheStats:
     ns_hit_copy: float
     ns_miss_fetch: float
     ns_admission: float
+    ns_admission_wait: float
     unique_misses: int
     ns_store_gather: float
     gpu_ns_index: float

@@ -112,6 +112,7 @@ class fl_cache_stats(Structure):
         ("ns_hit_copy", c_double),
         ("ns_miss_fetch", c_double),
         ("ns_admission", c_double),
+        ("ns_admission_wait", c_double),
         ("unique_misses", c_uint64),
         ("ns_store_gather", c_double),
         ("gpu_ns_index", c_double),
