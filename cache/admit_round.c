@@ -175,8 +175,7 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   return FL_OK;
 }
 
-fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need,
-                           const uint8_t *skip) {
+fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   /* With no round in flight (the first, or after a failed launch), the last
@@ -193,14 +192,19 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need,
   if (st == FL_OK && starved) st = fl_cache_make_room(c, part, 1);
   if (st != FL_OK) return st;
   uint32_t n = r->dev.n_classes;
-  memcpy(r->skip_h, skip, c->n_tables);
   FL_CUDA_TRY(c, cudaMemcpyAsync(r->dev.top, r->top, 8ull * n, cudaMemcpyHostToDevice, maint(c)));
-  FL_CUDA_TRY(c, cudaMemcpyAsync((void *)r->dev.skip, r->skip_h, c->n_tables,
-                                 cudaMemcpyHostToDevice, maint(c)));
   FL_CUDA_TRY(c, cudaMemsetAsync(r->dev.count, 0,
                                  (uint8_t *)(r->dev.cand + n * FL_ADMIT_BUCKETS) -
                                      (uint8_t *)r->dev.count,
                                  maint(c)));
+  return FL_OK;
+}
+
+fl_status fl_round_skip(fl_cache *c, uint32_t part, const uint8_t *skip) {
+  fl_admit_round *r = c->parts[part].round;
+  memcpy(r->skip_h, skip, c->n_tables);
+  FL_CUDA_TRY(c, cudaMemcpyAsync((void *)r->dev.skip, r->skip_h, c->n_tables,
+                                 cudaMemcpyHostToDevice, maint(c)));
   return FL_OK;
 }
 

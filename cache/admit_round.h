@@ -70,12 +70,14 @@ void fl_round_destroy(struct fl_cache *c, uint32_t part);
 /* Applies the finished round's status to the part's counts (entries,
  * pointers, admissions, reservoirs). wait = 0: only if it is already over. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
-/* Readies a round: settles the last, makes room, gives each class at least
- * need[cls] reservoir slots where the pool has them, and uploads skip
- * (n_tables flags). The caller then launches the round's kernels on the
- * maintenance stream and calls fl_round_end. */
-fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *need,
-                           const uint8_t *skip);
+/* Readies a round: settles the last, makes room and gives each class at
+ * least need[cls] reservoir slots where the pool has them. The caller then
+ * calls fl_round_skip, launches the round's kernels on the maintenance
+ * stream and calls fl_round_end. */
+fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *need);
+/* Uploads which tables the round leaves out (n_tables flags: changed in the
+ * store since the batch's fetch). */
+fl_status fl_round_skip(struct fl_cache *c, uint32_t part, const uint8_t *skip);
 /* Enqueues the status download and the round's end event. */
 fl_status fl_round_end(struct fl_cache *c, uint32_t part);
 

@@ -272,6 +272,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->n_tables = n;
   c->subscription = -1;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_init(&c->round_lock, NULL);
   c->admit_threshold = fl_admit_threshold(cfg->admit_probability);
   for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
   st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);
@@ -283,7 +284,9 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->tables = calloc(n, sizeof *c->tables);
   c->generation = calloc(n, sizeof *c->generation);
   c->counters = calloc(n, sizeof *c->counters);
-  c->workers = fl_workers_create(cfg->host_threads);
+  /* CUDA: one worker, for the store fetch that overlaps the admission's
+   * preparation (the fetch's gather has the store's own pool). */
+  c->workers = fl_workers_create(backend == FL_BACKEND_CUDA ? 2 : cfg->host_threads);
   if (!c->tables || !c->generation || !c->counters || !c->workers) {
     free(descs);
     fl_cache_destroy(c);
@@ -328,6 +331,7 @@ void fl_cache_destroy(fl_cache *c) {
   fl_workers_destroy(c->workers);
   fl_encoding_destroy(c->encoding);
   pthread_mutex_destroy(&c->lock);
+  pthread_mutex_destroy(&c->round_lock);
   free(c->parts);
   free(c->tables);
   free(c->generation);

@@ -64,11 +64,15 @@ struct fl_cache {
   /* Guards index mutations, pools, reclamation, generations and the CUDA
    * scratch lists. Lookups (probes, copies) run outside it. */
   pthread_mutex_t lock;
+  /* CUDA: held by one batch's admission from its round's preparation to its
+   * launch, while the lock is let go in between for the store fetch; taken
+   * before the lock. */
+  pthread_mutex_t round_lock;
   fl_reclaim reclaim;
   uint64_t *generation;       /* per table: bumped by every store change */
   uint64_t batch;             /* batch counter: LRU clock and coin input */
 
-  fl_workers *workers;        /* host backend threads */
+  fl_workers *workers;        /* host backend threads; CUDA: one, for the store fetch */
   fl_cuda_state *cuda;        /* CUDA backend state, NULL on host */
 
   /* Statistics. */

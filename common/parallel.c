@@ -1,27 +1,67 @@
 /* parallel.c: the worker pool behind fl_workers_for (see parallel.h). Work is
- * handed out in chunks through an atomic cursor, so uneven chunks balance. */
+ * handed out in chunks through an atomic cursor, so uneven chunks balance.
+ *
+ * Waking: a job is published by bumping `generation`. A worker that finished
+ * a job spins on it for FL_WORKER_SPIN_NS, so back-to-back jobs start
+ * without a system call; then it sleeps on a futex of `generation`, and the
+ * caller wakes sleepers with one futex wake. No mutex is taken on either
+ * side: with a condition variable, every woken worker had to take the pool's
+ * mutex in turn, which cost more than a small gather itself. */
 #include "common/parallel.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long an idle worker spins before it sleeps: long enough for the next
+ * job of the same call (a query's probe, copy and scatter), short enough not
+ * to take cores from other pools of the process (200 us slowed the replay's
+ * gathers: its trace generator's pool spun into them). */
+#define FL_WORKER_SPIN_NS 20000ull
 
 struct fl_workers {
   uint32_t n;                 /* worker threads (the caller is one more) */
   pthread_t *threads;
   pthread_mutex_t busy;       /* held by the caller that owns the current job */
-  pthread_mutex_t lock;       /* guards the fields below */
-  pthread_cond_t wake, done;
-  uint64_t generation;        /* bumped per job; workers wait for a new one */
-  uint32_t running;           /* workers still inside the current job */
-  int stop;
+  /* Invariant: a job's fields are written before `generation` is bumped
+   * (release) and read after it is seen (acquire); the caller writes the
+   * next job only once `running` is 0. */
+  _Atomic uint32_t generation; /* bumped per job (and at stop); the futex word */
+  _Atomic uint32_t sleepers;   /* workers in or entering a futex wait */
+  _Atomic uint32_t running;    /* workers still inside the current job */
+  _Atomic int stop;
   /* The current job. */
   fl_range_fn fn;
   void *ctx;
   size_t n_items, chunk;
   atomic_size_t cursor;
 };
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
 
 static void run_chunks(fl_workers *w) {
   for (;;) {
@@ -32,20 +72,38 @@ static void run_chunks(fl_workers *w) {
   }
 }
 
+/* Waits for a generation other than `seen` and returns it. */
+static uint32_t next_job(fl_workers *w, uint32_t seen) {
+  uint64_t until = now_ns() + FL_WORKER_SPIN_NS;
+  for (unsigned i = 0;; i++) {
+    uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
+    if (g != seen) return g;
+    if ((i & 255u) == 255u) {
+      if (now_ns() > until) break;
+      sched_yield(); /* an oversubscribed machine runs the caller meanwhile */
+    }
+    cpu_relax();
+  }
+  /* Sleep. sleepers is raised before generation is read again (both
+   * sequentially consistent), so a caller that bumps generation either is
+   * seen here or sees a sleeper and wakes it; futex_wait itself returns at
+   * once if the word moved on. */
+  atomic_fetch_add(&w->sleepers, 1);
+  uint32_t g;
+  while ((g = atomic_load(&w->generation)) == seen) futex_wait(&w->generation, seen);
+  atomic_fetch_sub(&w->sleepers, 1);
+  return g;
+}
+
 static void *worker_main(void *arg) {
   fl_workers *w = arg;
-  uint64_t seen = 0;
-  pthread_mutex_lock(&w->lock);
+  uint32_t seen = 0;
   for (;;) {
-    while (!w->stop && w->generation == seen) pthread_cond_wait(&w->wake, &w->lock);
-    if (w->stop) break;
-    seen = w->generation;
-    pthread_mutex_unlock(&w->lock);
+    seen = next_job(w, seen);
+    if (atomic_load(&w->stop)) break;
     run_chunks(w);
-    pthread_mutex_lock(&w->lock);
-    if (--w->running == 0) pthread_cond_signal(&w->done);
+    atomic_fetch_sub_explicit(&w->running, 1, memory_order_release);
   }
-  pthread_mutex_unlock(&w->lock);
   return NULL;
 }
 
@@ -60,9 +118,6 @@ fl_workers *fl_workers_create(uint32_t threads) {
   w->threads = calloc(w->n ? w->n : 1, sizeof *w->threads);
   if (!w->threads) { free(w); return NULL; }
   pthread_mutex_init(&w->busy, NULL);
-  pthread_mutex_init(&w->lock, NULL);
-  pthread_cond_init(&w->wake, NULL);
-  pthread_cond_init(&w->done, NULL);
   for (uint32_t i = 0; i < w->n; i++) {
     if (pthread_create(&w->threads[i], NULL, worker_main, w) != 0) {
       w->n = i;
@@ -73,16 +128,17 @@ fl_workers *fl_workers_create(uint32_t threads) {
   return w;
 }
 
+/* Publishes the job already written (or stop) to the workers. */
+static void publish(fl_workers *w) {
+  atomic_fetch_add(&w->generation, 1);
+  if (atomic_load(&w->sleepers) > 0) futex_wake_all(&w->generation);
+}
+
 void fl_workers_destroy(fl_workers *w) {
   if (!w) return;
-  pthread_mutex_lock(&w->lock);
-  w->stop = 1;
-  pthread_cond_broadcast(&w->wake);
-  pthread_mutex_unlock(&w->lock);
+  atomic_store(&w->stop, 1);
+  publish(w);
   for (uint32_t i = 0; i < w->n; i++) pthread_join(w->threads[i], NULL);
-  pthread_cond_destroy(&w->wake);
-  pthread_cond_destroy(&w->done);
-  pthread_mutex_destroy(&w->lock);
   pthread_mutex_destroy(&w->busy);
   free(w->threads);
   free(w);
@@ -90,29 +146,36 @@ void fl_workers_destroy(fl_workers *w) {
 
 uint32_t fl_workers_count(const fl_workers *w) { return w->n + 1; }
 
-void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx) {
-  if (n == 0) return;
+int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx) {
+  if (w == NULL || w->n == 0 || pthread_mutex_trylock(&w->busy) != 0) return 0;
   if (grain == 0) grain = 1;
-  if (w == NULL || w->n == 0 || n <= grain || pthread_mutex_trylock(&w->busy) != 0) {
-    fn(ctx, 0, n);
-    return;
-  }
   size_t parts = (size_t)(w->n + 1) * 4;
   size_t chunk = (n + parts - 1) / parts;
   if (chunk < grain) chunk = grain;
-  pthread_mutex_lock(&w->lock);
   w->fn = fn;
   w->ctx = ctx;
   w->n_items = n;
   w->chunk = chunk;
-  atomic_store(&w->cursor, 0);
-  w->running = w->n;
-  w->generation++;
-  pthread_cond_broadcast(&w->wake);
-  pthread_mutex_unlock(&w->lock);
+  atomic_store_explicit(&w->cursor, 0, memory_order_relaxed);
+  atomic_store_explicit(&w->running, w->n, memory_order_relaxed);
+  publish(w);
+  return 1;
+}
+
+void fl_workers_wait(fl_workers *w) {
   run_chunks(w);
-  pthread_mutex_lock(&w->lock);
-  while (w->running > 0) pthread_cond_wait(&w->done, &w->lock);
-  pthread_mutex_unlock(&w->lock);
+  /* Every worker passes through the job (it reads its fields), so the next
+   * job waits for all of them; a sleeping one was woken by publish. */
+  for (unsigned i = 0; atomic_load_explicit(&w->running, memory_order_acquire) > 0; i++)
+    if ((i & 1023u) == 1023u) sched_yield(); else cpu_relax();
   pthread_mutex_unlock(&w->busy);
+}
+
+void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx) {
+  if (n == 0) return;
+  if (n <= grain || !fl_workers_start(w, n, grain, fn, ctx)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  fl_workers_wait(w);
 }

@@ -23,6 +23,14 @@ uint32_t fl_workers_count(const fl_workers *w);
  * pool and the calling thread; returns when all are done. Safe to call from
  * several threads: a caller that finds the pool busy runs its range itself. */
 void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
+/* The same split, in two halves: start hands [0, n) to the pool's workers
+ * and returns at once, so the caller can do other work meanwhile;
+ * fl_workers_wait runs what is left on the caller and returns when all is
+ * done. Returns 0 and starts nothing when the pool has no worker or runs
+ * another caller's job: the caller then runs fn itself. Between a start that
+ * returned 1 and its wait, the pool serves no other caller. */
+int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
+void fl_workers_wait(fl_workers *w);
 
 #ifdef __cplusplus
 }

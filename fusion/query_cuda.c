@@ -6,8 +6,10 @@
  *   3. the counters' download on a side stream (one wait), while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
  *   5. the unique rows gathered from the store into pinned staging (pointer
- *      rows through their references), one upload, one scatter kernel that
- *      expands them into every missed position: the answer is complete;
+ *      rows through their references) by one of the cache's workers, while
+ *      this thread readies the admission round; one upload, one scatter
+ *      kernel that expands them into every missed position: the answer is
+ *      complete;
  *   6. admission as a round on the maintenance stream (admit_kernels.cu,
  *      cache/admit_round.h), after the upload and without the host waiting
  *      for it: fl_query returns. The query's scratch stays busy until the
@@ -15,6 +17,7 @@
  * Outputs in unregistered host memory go through a device buffer and one
  * download at the end. */
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +50,10 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->offsets = o, o = align256(o + na * 8);
   l->codes = o, o = align256(o + b->c->n_tables * sizeof(fl_code));
   l->table_cls = o, o = align256(o + b->c->n_tables * 4);
+  l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
+  l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
   l->ids = o, o = align256(o + host_ids * 8);
   l->header_end = o;
-  l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
   l->locs = o, o = align256(o + n * 8);
   l->miss_pos = o, o = align256(o + n * 4);
@@ -59,7 +63,6 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->set_uid = o, o = align256(o + sets * 4);
   l->uniq_slot = o, o = align256(o + n * 4);
   l->choice = o, o = align256(o + n * 4);
-  l->counters = o, o = align256(o + l->counter_bytes);
   l->upload = o, o = align256(o + upload);
   l->out = o, o = align256(o + out_bytes);
   l->total = o;
@@ -85,29 +88,68 @@ static const void *device_view(const void *p) {
 
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 
-/* Enqueues the admission round of a batch whose unique rows are staged on
- * the device (upload block at D + l->upload) once `ready` fires on the
- * caller's stream, then empties the batch's miss set. Under c->lock. */
-static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, const uint64_t *gen,
-                             const uint32_t *per_arg, int have_refs, const fl_miss_out *m,
-                             uint64_t n_miss) {
+/* The store fetch of a batch's unique rows, run by one of the cache's workers
+ * while the calling thread prepares the admission round. Error messages are
+ * per thread: the fetch's travels back in the job. */
+typedef struct fetch_job {
+  fl_part_batch *b;
+  const uint32_t *per_arg;
+  uint64_t *ids, *refs, *gen;
+  uint8_t *staging;
+  const uint64_t *stage_base;
+  int want_refs;
+  fl_status st;
+  char msg[512];
+} fetch_job;
+
+static void fetch_run(void *ctx, size_t begin, size_t end) {
+  (void)begin, (void)end;
+  fetch_job *j = ctx;
+  j->st = j->want_refs ? fl_misses_refs(j->b, j->per_arg, j->ids, j->refs) : FL_OK;
+  if (j->st == FL_OK)
+    j->st = fl_misses_fetch(j->b, j->per_arg, j->ids, j->refs, j->staging, j->stage_base, j->gen);
+  if (j->st != FL_OK) snprintf(j->msg, sizeof j->msg, "%s", fl_error_get(j->b->c));
+}
+
+/* Readies the batch's admission round (fl_round_prepare). Under c->lock. */
+static fl_status admit_prepare(fl_part_batch *b, const uint32_t *per_arg) {
+  fl_cache *c = b->c;
+  uint32_t n_cls = c->parts[b->part].pool.n_classes;
+  uint64_t *need = calloc(n_cls ? n_cls : 1, sizeof *need);
+  if (!need) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  fl_misses_need(b, per_arg, need);
+  fl_status st = fl_round_prepare(c, b->part, need);
+  free(need);
+  return st;
+}
+
+/* Uploads the fetched rows (the upload block at D + l->upload, `staged`
+ * bytes of rows), scatters them to every missed position on the caller's
+ * stream, then enqueues the prepared admission round on the maintenance
+ * stream and the reset of the batch's miss set after it. Under c->lock. */
+static fl_status stage_and_admit(fl_part_batch *b, const layout *l, fl_scratch *x,
+                                 const uint64_t *gen, int have_refs, const fl_miss_out *m,
+                                 uint64_t n_miss, uint64_t staged) {
   fl_cache *c = b->c;
   fl_part *p = &c->parts[b->part];
-  uint32_t n_cls = p->pool.n_classes;
-  uint64_t *need = calloc(n_cls ? n_cls : 1, sizeof *need);
+  cudaStream_t stream = (cudaStream_t)b->stream;
+  uint8_t *D = x->dev, *H = x->host;
+  uint64_t head = align256(b->n_args * 8ull);
+  const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
+  int e = (int)cudaMemcpyAsync(D + l->upload, H + l->h_upload, head + staged,
+                               cudaMemcpyHostToDevice, stream);
+  if (!e) e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
+  if (!e)
+    e = fl_launch_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m,
+                          (const uint64_t *)(D + l->upload), D + l->upload + head, n_miss, stream);
+  if (e) return fl_fail(c, FL_ERR_CUDA, "miss upload or scatter failed: %s",
+                        cudaGetErrorString((cudaError_t)e));
   uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
-  if (!need || !skip) {
-    free(need);
-    free(skip);
-    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  }
-  fl_misses_need(b, per_arg, need);
+  if (!skip) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   fl_misses_skip(b, gen, skip);
-  fl_status st = fl_round_prepare(c, b->part, need, skip);
-  free(need);
+  fl_status st = fl_round_skip(c, b->part, skip);
   free(skip);
   if (st != FL_OK) return st;
-  uint8_t *D = x->dev;
   uint64_t limit = fl_cache_unified_limit(c, b->part);
   fl_admit_batch ab = {
       .v = p->index,
@@ -133,7 +175,7 @@ static fl_status admit_round(fl_part_batch *b, const layout *l, fl_scratch *x, c
       .pointer_room = have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0,
   };
   cudaStream_t ms = (cudaStream_t)c->cuda->maint;
-  int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
+  e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
   if (!e) e = fl_launch_admit_round(ab, p->round->dev, ms);
   if (!e) e = fl_launch_miss_reset(*m, n_miss, ms); /* after the round read the set */
   if (e) return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s",
@@ -203,6 +245,9 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     scan_c[a + 1] = scan_c[a] + round32((uint64_t)d->n * d->lanes);
   }
   memcpy(H + l.args, dargs, b->n_args * sizeof *dargs);
+  /* Counters: [0] no miss yet, [1] no out-of-range key (~0), per arg zero. */
+  memset(H + l.counters, 0, l.counter_bytes);
+  ((uint64_t *)(H + l.counters))[1] = ~0ull;
   for (uint32_t t = 0; t < c->n_tables; t++) {
     memcpy(H + l.codes + t * sizeof(fl_code), &c->tables[t].code, sizeof(fl_code));
     ((uint32_t *)(H + l.table_cls))[t] = c->tables[t].cls;
@@ -289,21 +334,34 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
     uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
     uint64_t staged = fl_misses_layout(b, per_arg, stage_base);
-    if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
-    if (st == FL_OK) st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, gen);
-    if (st != FL_OK) goto done;
-    TRY(cudaMemcpyAsync(D + l.upload, H + l.h_upload, align256(b->n_args * 8ull) + staged,
-                        cudaMemcpyHostToDevice, stream));
-    TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
-    TRY(fl_launch_scatter(A, (const uint64_t *)(D + l.offsets), b->n_args, m,
-                          (const uint64_t *)(D + l.upload), D + l.upload + align256(b->n_args * 8ull),
-                          n_miss, stream));
+    /* The fetch runs on one of the cache's workers while this thread readies
+     * the admission round: neither needs the other; the launch needs both.
+     * round_lock keeps other batches' rounds out from the preparation to the
+     * launch, while the lock is free for other callers during the fetch. */
+    fetch_job job = {b, per_arg, uniq_ids, uniq_refs, gen, staging, stage_base, want_refs,
+                     FL_OK, ""};
+    int async = fl_workers_start(c->workers, 1, 1, fetch_run, &job);
+    if (!async) fetch_run(&job, 0, 1);
     uint64_t t2 = fl_now_ns();
-    atomic_fetch_add(&c->ns_miss_fetch, t2 - t1);
+    pthread_mutex_lock(&c->round_lock);
     pthread_mutex_lock(&c->lock);
-    st = admit_round(b, &l, x, gen, per_arg, want_refs, &m, n_miss);
+    st = admit_prepare(b, per_arg);
     pthread_mutex_unlock(&c->lock);
-    atomic_fetch_add(&c->ns_admission, fl_now_ns() - t2);
+    uint64_t t3 = fl_now_ns();
+    if (async) fl_workers_wait(c->workers);
+    uint64_t t4 = fl_now_ns();
+    if (st == FL_OK && job.st != FL_OK) st = fl_fail(c, job.st, "%s", job.msg);
+    if (st == FL_OK) {
+      pthread_mutex_lock(&c->lock);
+      st = stage_and_admit(b, &l, x, gen, want_refs, &m, n_miss, staged);
+      pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->round_lock);
+    /* The two phases overlap: the fetch's wall time, and the admission's
+     * host work before and after it. */
+    atomic_fetch_add(&c->ns_miss_fetch, t4 - t1);
+    atomic_fetch_add(&c->ns_admission, (t3 - t2) + (fl_now_ns() - t4));
+    if (st != FL_OK) goto done;
   }
   if (st == FL_OK) {
     x->clean_set = D + l.set_ids;

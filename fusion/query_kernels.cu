@@ -170,13 +170,8 @@ extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_b
                                int clear_set, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   uint64_t slots = fl_miss_set_slots(n_keys, n_args);
-  // counters: [0] = 0, [1] = ~0; then the per-arg counters, zeroed.
-  cudaError_t e = cudaMemsetAsync(m.counters, 0, sizeof *m.counters, s);
-  if (e == cudaSuccess) e = cudaMemsetAsync(m.counters + 1, 0xff, sizeof *m.counters, s);
-  if (e == cudaSuccess)
-    e = cudaMemsetAsync(m.per_arg, 0, FL_MISS_COUNTERS * n_args * sizeof *m.per_arg, s);
-  if (e == cudaSuccess && clear_set)
-    e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
+  cudaError_t e = cudaSuccess;
+  if (clear_set) e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
   if (e == cudaSuccess && clear_set)
     e = cudaMemsetAsync(m.set.count, 0, slots * sizeof *m.set.count, s);
   if (e != cudaSuccess) return (int)e;

@@ -28,9 +28,9 @@ typedef struct fl_miss_out {
 /* The self-identified fused index kernel: encodes every key of every query
  * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
  * cached vector), and deduplicates misses and unified-index hits into unique
- * rows (miss_set.h; counters[1] starts at ~0). The launcher resets the
- * counters, and the set when clear_set (else the set must be empty already:
- * see fl_launch_miss_reset). scan: n_args + 1 thread offsets (1 thread per
+ * rows (miss_set.h). The counters must hold their start values (counters[0]
+ * and per_arg 0, counters[1] ~0). The launcher clears the set when
+ * clear_set (else it must be empty already: see fl_launch_miss_reset). scan: n_args + 1 thread offsets (1 thread per
  * key). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,

@@ -219,7 +219,8 @@ typedef struct fl_config {
   double low_watermark;     /* eviction stops under this fraction, default 0.80 */
   uint64_t unified_entries; /* index entries pointing into the store, default 0 */
   uint64_t seed;            /* admission coin seed, default 0x5eed */
-  uint32_t host_threads;    /* host backend and miss handling threads, 0 = all cores */
+  uint32_t host_threads;    /* host backend threads, 0 = all cores (CUDA: not used; misses
+                               are gathered on the store's threads) */
   fl_missing missing;       /* default FL_MISSING_ZERO */
   int profile;              /* CUDA: time the index and hit-copy kernels with events
                                (gpu_ns_* statistics; one more wait per query), default 0 */
@@ -292,7 +293,8 @@ typedef struct fl_cache_stats {
   double ns_index;            /* wall time in encode + index probe */
   double ns_hit_copy;         /* ... in hit copies */
   double ns_miss_fetch;       /* ... fetching misses from the store */
-  double ns_admission;        /* ... admitting and evicting (CUDA: preparing the round) */
+  double ns_admission;        /* ... admitting and evicting (CUDA: preparing the round,
+                                 during the fetch: the two overlap) */
   double ns_admission_wait;   /* CUDA: of which waiting for the last round to end */
   uint64_t unique_misses;     /* rows fetched from the store: misses and pointer hits,
                                  once per distinct id and query in a call */

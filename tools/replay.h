@@ -116,6 +116,7 @@ typedef struct fl_run {
   uint64_t batches, lookups;
   double *lat_ms;          /* per batch */
   double *hit_rate;        /* per batch: (hits + dram_hits) / lookups */
+  fl_cache_stats *after;   /* per batch: the cache's counters after it */
   double query_s;          /* sum of batch latencies */
   fl_cache_stats stats;    /* at the end */
   fl_cache_table_stats *tables; /* n_tables entries */
@@ -126,7 +127,8 @@ typedef struct fl_run {
 fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
                         fl_run *run);
 void fl_run_free(fl_run *run);
-double fl_run_percentile(const fl_run *run, double q); /* of lat_ms, q in [0, 1] */
+double fl_percentile(const double *v, uint64_t n, double q); /* q in [0, 1]; v unchanged */
+double fl_run_percentile(const fl_run *run, double q);       /* of lat_ms */
 
 void fl_report_print(FILE *f, const fl_workload *w, const fl_run *runs, int n_runs);
 fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *runs, int n_runs);

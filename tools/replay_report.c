@@ -12,6 +12,40 @@ static void phases(const fl_cache_stats *s, double ns[4]) {
   ns[0] = s->ns_index, ns[1] = s->ns_hit_copy, ns[2] = s->ns_miss_fetch, ns[3] = s->ns_admission;
 }
 
+/* Per-batch series of the miss path, from the counters after each batch. A
+ * batch's value is the difference of two batches' counters. */
+enum { S_INDEX, S_FETCH, S_GATHER, S_ADMIT, S_ROWS, S_COUNT };
+static const char *const series_name[S_COUNT] = {"encode_index_ms", "miss_fetch_ms",
+                                                 "store_gather_ms", "admission_ms", "unique_rows"};
+static double counter(const fl_cache_stats *s, int k) {
+  switch (k) {
+    case S_INDEX: return s->ns_index / 1e6;
+    case S_FETCH: return s->ns_miss_fetch / 1e6;
+    case S_GATHER: return s->ns_store_gather / 1e6;
+    case S_ADMIT: return s->ns_admission / 1e6;
+    default: return (double)s->unique_misses;
+  }
+}
+static double batch_value(const fl_run *r, uint64_t b, int k) {
+  return counter(&r->after[b], k) - (b ? counter(&r->after[b - 1], k) : 0);
+}
+
+/* Steady state: the batches after the cache has warmed up. */
+#define FL_STEADY_FROM 16
+static uint64_t steady_from(const fl_run *r) { return r->batches > FL_STEADY_FROM ? FL_STEADY_FROM : 0; }
+
+/* The median over the steady batches of series k (S_COUNT: latency). */
+static double steady_median(const fl_run *r, int k) {
+  uint64_t from = steady_from(r), n = r->batches - from;
+  if (k == S_COUNT) return fl_percentile(r->lat_ms + from, n, 0.5);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return 0;
+  for (uint64_t b = from; b < r->batches; b++) v[b - from] = batch_value(r, b, k);
+  double x = fl_percentile(v, n, 0.5);
+  free(v);
+  return x;
+}
+
 static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
   const fl_cache_stats *s = &r->stats;
   fprintf(f, "\n== %s layout, %s backend ==\n", r->label,
@@ -36,6 +70,11 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
           (unsigned long long)s->unique_misses, s->ns_store_gather / 1e6,
           s->unique_misses ? s->ns_store_gather / (double)s->unique_misses : 0, host / 1e6,
           s->unique_misses ? host / (double)s->unique_misses : 0, s->ns_admission_wait / 1e6);
+  fprintf(f, "\nsteady state (batches %llu on), medians per batch: latency %.3f ms, encode+index "
+          "%.3f ms, miss fetch %.3f ms (store gather %.3f ms, %.0f unique rows), admission %.3f ms",
+          (unsigned long long)steady_from(r), steady_median(r, S_COUNT), steady_median(r, S_INDEX),
+          steady_median(r, S_FETCH), steady_median(r, S_GATHER), steady_median(r, S_ROWS),
+          steady_median(r, S_ADMIT));
   fprintf(f, "\ncache: budget %.1f MB, pool %.1f/%.1f MB, index %llu/%llu entries (%llu unified), "
           "%llu admissions, %llu evictions\n",
           (double)r->budget_bytes / 1e6, (double)s->pool_bytes_used / 1e6, (double)s->pool_bytes / 1e6,
@@ -117,6 +156,11 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
     for (uint64_t k = 0; k < r->batches; k++) fprintf(f, "%s%.4f", k ? ", " : "", r->lat_ms[k]);
     fprintf(f, "], \"hit_rate\": [");
     for (uint64_t k = 0; k < r->batches; k++) fprintf(f, "%s%.5f", k ? ", " : "", r->hit_rate[k]);
+    for (int k = 0; k < S_COUNT; k++) {
+      fprintf(f, "],\n       \"%s\": [", series_name[k]);
+      for (uint64_t b = 0; b < r->batches; b++)
+        fprintf(f, "%s%.*f", b ? ", " : "", k == S_ROWS ? 0 : 4, batch_value(r, b, k));
+    }
     fprintf(f, "]}}");
   }
   fprintf(f, "\n  ]");

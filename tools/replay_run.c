@@ -37,21 +37,25 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double fl_run_percentile(const fl_run *run, double q) {
-  if (run->batches == 0) return 0;
-  double *v = malloc(run->batches * sizeof *v);
-  if (!v) return 0;
-  memcpy(v, run->lat_ms, run->batches * sizeof *v);
-  qsort(v, run->batches, sizeof *v, cmp_double);
-  size_t i = (size_t)(q * (double)(run->batches - 1) + 0.5);
-  double x = v[i];
-  free(v);
+double fl_percentile(const double *v, uint64_t n, double q) {
+  if (n == 0) return 0;
+  double *s = malloc(n * sizeof *s);
+  if (!s) return 0;
+  memcpy(s, v, n * sizeof *s);
+  qsort(s, n, sizeof *s, cmp_double);
+  double x = s[(size_t)(q * (double)(n - 1) + 0.5)];
+  free(s);
   return x;
+}
+
+double fl_run_percentile(const fl_run *run, double q) {
+  return fl_percentile(run->lat_ms, run->batches, q);
 }
 
 void fl_run_free(fl_run *run) {
   free(run->lat_ms);
   free(run->hit_rate);
+  free(run->after);
   free(run->tables);
   memset(run, 0, sizeof *run);
 }
@@ -77,7 +81,9 @@ static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_c
       if (l) run->lat_ms = l;
       double *h = realloc(run->hit_rate, cap * sizeof *h);
       if (h) run->hit_rate = h;
-      if (!l || !h) s = FL_ERR_OUT_OF_MEMORY;
+      fl_cache_stats *a = realloc(run->after, cap * sizeof *a);
+      if (a) run->after = a;
+      if (!l || !h || !a) s = FL_ERR_OUT_OF_MEMORY;
       if (s != FL_OK) break;
     }
     double ms;
@@ -90,6 +96,7 @@ static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_c
     run->lat_ms[run->batches] = ms;
     run->hit_rate[run->batches] = n ? (double)(st.hits + st.dram_hits - served) / (double)n : 0;
     served = st.hits + st.dram_hits;
+    run->after[run->batches] = st;
     run->batches++;
     run->lookups += n;
     run->query_s += ms / 1e3;
