@@ -23,6 +23,7 @@ from ._core import (
     synthetic_value,
     version,
 )
+from ._encoding import Encoding, TableCode
 from ._lib import library_path
 from .errors import (
     CudaError,
@@ -41,7 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cache", "CacheStats", "CacheTableStats", "Store", "StoreTableStats", "Table",
-    "cuda_device_count", "synthetic_value", "version", "library_path",
+    "Encoding", "TableCode", "cuda_device_count", "synthetic_value", "version", "library_path",
     "Error", "InvalidArgument", "OutOfRange", "NotFound", "OutOfMemory", "CudaError",
     "NoDevice", "IoError", "FormatError", "Unsupported",
 ]

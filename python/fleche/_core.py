@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import weakref
+from array import array
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
 from . import _lib
-from ._buffers import Buffer, ids_buffer, stream_handle, vectors_buffer
+from ._buffers import (HOST, current_stream, empty_like, ids_view, stream_handle, torch_order,
+                       vectors_view)
 from ._handle import Handle
 from .errors import InvalidArgument, from_status
 
@@ -161,18 +164,27 @@ class CacheStats:
 
 
 class _Owner:
-    """What Store and Cache share about their lifetime: a C handle in self._h
-    (a _handle.Handle), close() defined by each, use as a context manager, and
-    a finalizer that closes the handle if the user did not."""
+    """What Store, Cache and Encoding share about their lifetime: a C handle in
+    self._h (a _handle.Handle), the fl_*_last_error of its kind, close(), use
+    as a context manager, and a finalizer that closes the handle if the user
+    did not."""
 
     _h: Handle
+    _last_error: Any  # the ctypes function fl_<kind>_last_error
 
     def close(self) -> None:
-        raise NotImplementedError
+        """Destroys the C object after the calls in flight (idempotent); later
+        calls raise InvalidArgument."""
+        self._h.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
 
     def _check(self, st: int, ptr: Any) -> None:
         """Raises the exception of status st with the handle's last message."""
-        raise NotImplementedError
+        if st != _lib.FL_OK:
+            raise from_status(st, self._last_error(ptr).decode())
 
     def _call(self, fn: Any, *args: Any) -> None:
         """Calls fn(handle, *args) while the handle stays open; raises on error."""
@@ -194,77 +206,40 @@ class _Owner:
             h.close()
 
 
-class Store(_Owner):
-    """The CPU-DRAM store holding every vector of every table (fl_store).
+def table_descs(what: str, tables: Sequence[Table]) -> Tuple[Any, List[bytes]]:
+    """The fl_table_desc array of checked tables (non-empty, fleche.Table, unique
+    names), and the encoded names it points to (keep them alive with it)."""
+    tables = list(tables)
+    if not tables:
+        raise InvalidArgument(f"{what}: at least one table is needed")
+    for t in tables:
+        if not isinstance(t, Table):
+            raise InvalidArgument(f"{what}: tables must be fleche.Table, got {type(t).__name__}")
+    names = [t.name for t in tables]
+    if len(set(names)) != len(names):
+        raise InvalidArgument(f"{what}: table names must be unique, got {names}")
+    descs = (_lib.fl_table_desc * len(tables))()
+    keep = []
+    for d, t in zip(descs, tables):
+        name = t.name.encode()
+        keep.append(name)
+        d.name = name
+        d.corpus_size = t.corpus_size
+        d.dim = t.dim
+        d.dtype = _DTYPES[t.dtype]
+        d.id_kind = _IDS[t.ids]
+    return descs, keep
 
-    Every method is thread-safe (the C store is); close() waits for calls in
-    flight. Use it as a context manager, or call close(): closing a store
-    closes its caches first.
 
-    Args:
-        tables: the tables, in index order.
-        threads: gather pool size (0 = one per core).
-    """
+class _Tables:
+    """Tables named by name or index, as Store and Encoding take them."""
 
-    def __init__(self, tables: Sequence[Table], threads: int = 0) -> None:
-        tables = list(tables)
-        if not tables:
-            raise InvalidArgument("Store: at least one table is needed")
-        for t in tables:
-            if not isinstance(t, Table):
-                raise InvalidArgument(f"Store: tables must be fleche.Table, got {type(t).__name__}")
-        names = [t.name for t in tables]
-        if len(set(names)) != len(names):
-            raise InvalidArgument(f"Store: table names must be unique, got {names}")
-        descs = (_lib.fl_table_desc * len(tables))()
-        keep = []
-        for d, t in zip(descs, tables):
-            name = t.name.encode()
-            keep.append(name)
-            d.name = name
-            d.corpus_size = t.corpus_size
-            d.dim = t.dim
-            d.dtype = _DTYPES[t.dtype]
-            d.id_kind = _IDS[t.ids]
-        out = ctypes.c_void_p()
-        st = L.fl_store_create(descs, len(tables), threads, ctypes.byref(out))
-        if st != _lib.FL_OK:
-            raise from_status(st, L.fl_store_last_error(None).decode())
-        self._init(out.value)
+    _tables: Tuple[Table, ...]
+    _index: Dict[str, int]
 
-    def _init(self, ptr: int) -> None:
-        self._h = Handle(ptr, L.fl_store_destroy, "store")
-        self._caches: "weakref.WeakSet[Cache]" = weakref.WeakSet()
-        n = L.fl_store_num_tables(ptr)
-        tables = []
-        for i in range(n):
-            d = _lib.fl_table_desc()
-            self._check(L.fl_store_table(ptr, i, ctypes.byref(d)), ptr)
-            tables.append(Table(d.name.decode(), d.corpus_size, d.dim,
-                                _DTYPE_NAMES[d.dtype], _IDS_NAMES[d.id_kind]))
-        self._tables: Tuple[Table, ...] = tuple(tables)
-        self._index: Dict[str, int] = {t.name: i for i, t in enumerate(tables)}
-
-    @classmethod
-    def load(cls, path: PathLike, threads: int = 0) -> "Store":
-        """Loads a store saved by save() (the FLST format, docs/FORMATS.md).
-
-        Raises IoError (cannot open or read) or FormatError (truncated,
-        corrupted or foreign file; the message names file and byte offset)."""
-        out = ctypes.c_void_p()
-        st = L.fl_store_load(_path(path), threads, ctypes.byref(out))
-        if st != _lib.FL_OK:
-            raise from_status(st, L.fl_store_last_error(None).decode())
-        self = cls.__new__(cls)
-        self._init(out.value)
-        return self
-
-    # ------------------------------------------------------------ plumbing
-
-    @staticmethod
-    def _check(st: int, ptr: Optional[int]) -> None:
-        if st != _lib.FL_OK:
-            raise from_status(st, L.fl_store_last_error(ptr).decode())
+    def _set_tables(self, tables: Sequence[Table]) -> None:
+        self._tables = tuple(tables)
+        self._index = {t.name: i for i, t in enumerate(self._tables)}
 
     def table_index(self, table: TableRef) -> int:
         """The index of a table given by name or index (InvalidArgument if unknown)."""
@@ -272,7 +247,7 @@ class Store(_Owner):
             i = int(table)
             if 0 <= i < len(self._tables):
                 return i
-            raise InvalidArgument(f"unknown table index {i} (the store has "
+            raise InvalidArgument(f"unknown table index {i} (there are "
                                   f"{len(self._tables)} tables)")
         if isinstance(table, str):
             try:
@@ -292,9 +267,54 @@ class Store(_Owner):
         """The tables, in index order."""
         return self._tables
 
-    @property
-    def closed(self) -> bool:
-        return self._h.closed
+
+class Store(_Owner, _Tables):
+    """The CPU-DRAM store holding every vector of every table (fl_store).
+
+    Every method is thread-safe (the C store is); close() waits for calls in
+    flight. Use it as a context manager, or call close(): closing a store
+    closes its caches first.
+
+    Args:
+        tables: the tables, in index order.
+        threads: gather pool size (0 = one per core).
+    """
+
+    def __init__(self, tables: Sequence[Table], threads: int = 0) -> None:
+        descs, _names = table_descs("Store", tables)
+        out = ctypes.c_void_p()
+        st = L.fl_store_create(descs, len(descs), threads, ctypes.byref(out))
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_store_last_error(None).decode())
+        self._init(out.value)
+
+    def _init(self, ptr: int) -> None:
+        self._h = Handle(ptr, L.fl_store_destroy, "store")
+        self._caches: "weakref.WeakSet[Cache]" = weakref.WeakSet()
+        n = L.fl_store_num_tables(ptr)
+        tables = []
+        for i in range(n):
+            d = _lib.fl_table_desc()
+            self._check(L.fl_store_table(ptr, i, ctypes.byref(d)), ptr)
+            tables.append(Table(d.name.decode(), d.corpus_size, d.dim,
+                                _DTYPE_NAMES[d.dtype], _IDS_NAMES[d.id_kind]))
+        self._set_tables(tables)
+
+    @classmethod
+    def load(cls, path: PathLike, threads: int = 0) -> "Store":
+        """Loads a store saved by save() (the FLST format, docs/FORMATS.md).
+
+        Raises IoError (cannot open or read) or FormatError (truncated,
+        corrupted or foreign file; the message names file and byte offset)."""
+        out = ctypes.c_void_p()
+        st = L.fl_store_load(_path(path), threads, ctypes.byref(out))
+        if st != _lib.FL_OK:
+            raise from_status(st, L.fl_store_last_error(None).decode())
+        self = cls.__new__(cls)
+        self._init(out.value)
+        return self
+
+    _last_error = L.fl_store_last_error
 
     # ------------------------------------------------------------ contents
 
@@ -314,19 +334,17 @@ class Store(_Owner):
         """
         i = self.table_index(table)
         t = self._tables[i]
-        idb = ids_buffer(ids, f"upsert {t.name!r} ids")
-        vb = vectors_buffer(vectors, idb.shape[0], t.dim, t.numpy_dtype,
-                            f"upsert {t.name!r} vectors", writable=False)
-        _host_only(idb, vb)
-        self._call(L.fl_store_upsert, i, idb.address, idb.shape[0], vb.address)
+        idv = host_view(ids_view(ids, f"upsert {t.name!r} ids"))
+        vv = host_view(vectors_view(vectors, idv[1][0], t.dim, t.dtype,
+                                    f"upsert {t.name!r} vectors", writable=False))
+        self._call(L.fl_store_upsert, i, idv[0], idv[1][0], vv[0])
 
     def remove(self, table: TableRef, ids: Any) -> None:
         """Removes rows of a hashed table (absent ids are ignored; fl_store_remove).
         Dense tables hold every id: InvalidArgument."""
         i = self.table_index(table)
-        idb = ids_buffer(ids, f"remove {self._tables[i].name!r} ids")
-        _host_only(idb)
-        self._call(L.fl_store_remove, i, idb.address, idb.shape[0])
+        idv = host_view(ids_view(ids, f"remove {self._tables[i].name!r} ids"))
+        self._call(L.fl_store_remove, i, idv[0], idv[1][0])
 
     def gather(self, table: TableRef, ids: Any, *, missing: str = "zero",
                out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -345,14 +363,13 @@ class Store(_Owner):
         """
         i = self.table_index(table)
         t = self._tables[i]
-        idb = ids_buffer(ids, f"gather {t.name!r} ids")
-        n = idb.shape[0]
+        idv = host_view(ids_view(ids, f"gather {t.name!r} ids"))
+        n = idv[1][0]
         if out is None:
             out = np.empty((n, t.dim), dtype=t.numpy_dtype)
-        ob = vectors_buffer(out, n, t.dim, t.numpy_dtype, f"gather {t.name!r} out",
-                            writable=True)
-        _host_only(idb, ob)
-        q = _lib.fl_table_query(i, idb.address, n, ob.address)
+        ov = host_view(vectors_view(out, n, t.dim, t.dtype, f"gather {t.name!r} out",
+                                    writable=True))
+        q = _lib.fl_table_query(i, idv[0], n, ov[0])
         self._call(L.fl_store_gather, ctypes.byref(q), 1,
                    _choice("missing", missing, _MISSING), None)
         return out
@@ -403,28 +420,19 @@ class Store(_Owner):
         return f"<fleche.Store {state}: {[t.name for t in self._tables]}>"
 
 
-def _host_only(*bufs: Buffer) -> None:
-    for b in bufs:
-        if b.device:
-            raise InvalidArgument("this call takes host memory only (NumPy arrays), "
-                                  "got a device array")
+class _NoTensor:
+    """Stands for torch.Tensor in isinstance checks when torch is not loaded."""
 
 
-def _device_empty(like: Any, n: int, dim: int, dtype: np.dtype) -> Any:
-    """A (n, dim) output on the device of `like` (a torch tensor or CuPy array)."""
-    mod = type(like).__module__.split(".")[0]
-    if mod == "torch":
-        import torch  # noqa: PLC0415 (only for torch inputs)
+_ABSENT = object()  # query(): no output given for a table
 
-        tdtype = torch.float16 if dtype == np.float16 else torch.float32
-        return torch.empty((n, dim), dtype=tdtype, device=like.device)
-    if mod == "cupy":
-        import cupy  # noqa: PLC0415 (only for CuPy inputs)
 
-        with like.device:
-            return cupy.empty((n, dim), dtype=dtype)
-    raise InvalidArgument(f"device ids of type {type(like).__name__}: pass out= "
-                          "(fleche allocates device outputs only for torch and CuPy inputs)")
+def host_view(v: Any) -> Any:
+    """v, a view (see _buffers), if it is of host memory; else InvalidArgument."""
+    if v[3] != HOST:
+        raise InvalidArgument("this call takes host memory only (NumPy arrays, CPU tensors), "
+                              f"got an array on CUDA device {v[3]}")
+    return v
 
 
 class Cache(_Owner):
@@ -483,12 +491,12 @@ class Cache(_Owner):
         store._caches.add(self)
         self._backend = _BACKEND_NAMES[L.fl_cache_backend(out.value)]
         self._n_tables = len(store.tables)
+        self._device = cfg.device  # the CUDA ordinal of the cache's memory
+        self._keys: Dict[TableRef, Tuple[int, int, str, str, str]] = {}  # see _key_info
 
     # ------------------------------------------------------------ plumbing
 
-    def _check(self, st: int, ptr: int) -> None:
-        if st != _lib.FL_OK:
-            raise from_status(st, L.fl_cache_last_error(ptr).decode())
+    _last_error = L.fl_cache_last_error
 
     @property
     def store(self) -> Store:
@@ -500,84 +508,130 @@ class Cache(_Owner):
         """"host" or "cuda": the backend in use (fl_cache_backend)."""
         return self._backend
 
-    @property
-    def closed(self) -> bool:
-        return self._h.closed
-
     # ------------------------------------------------------------ queries
 
     def query(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]] = None,
               stream: Any = None) -> Dict[TableRef, Any]:
         """Looks up the vectors of a batch of ids across tables (one fl_query).
 
-        The call runs in C without the GIL (ctypes releases it during foreign
-        calls), so queries from several Python threads run in parallel.
+        Nothing is copied in Python: C reads the ids and writes the outputs in
+        place, and runs without the GIL, so queries from several Python
+        threads run in parallel.
 
         Args:
             queries: table (name or index) -> ids. Ids are uint64 or int64 (bits
-                taken as uint64), 1-D, C-contiguous: NumPy arrays, objects with
-                __dlpack__ on the CPU, or (CUDA backend) device arrays with
-                __cuda_array_interface__ such as torch CUDA tensors.
+                taken as uint64), 1-D, C-contiguous: NumPy arrays, torch tensors
+                (CPU or CUDA), or any object with __dlpack__ on the CPU or (CUDA
+                backend) a CUDA device, such as CuPy arrays.
             out: optional table -> output with the same keys: (len(ids), dim)
                 arrays of the table's dtype (float32 or float16), C-contiguous,
-                writable; host or (CUDA backend) device memory.
-            stream: CUDA stream: None (the legacy default stream), an int
-                cudaStream_t, or an object with .cuda_stream (torch) or .ptr
-                (CuPy). The host backend ignores it.
+                writable; of the same kinds as ids (CUDA backend: host or
+                device memory, whatever the ids are).
+            stream: the CUDA stream of the call: an int cudaStream_t (0: the
+                legacy default stream), a torch.cuda.Stream or a
+                cupy.cuda.Stream. None: the current stream of the arrays'
+                framework (torch's for torch CUDA tensors, CuPy's for CuPy
+                arrays), else the legacy default stream. Work pending on the
+                arrays' current stream is ordered before the call (as DLPack
+                producers do). The host backend ignores it.
         Returns:
-            a dict with the keys of `queries`: NumPy arrays for host ids (new
-            ones, or the `out` arrays); for device ids without `out`, torch or
-            CuPy arrays on the ids' device. CUDA backend with device outputs:
-            complete when `stream` reaches the point of this call; host outputs
-            are complete on return.
+            a dict with the keys of `queries`: the `out` arrays when given, else
+            new arrays of the kind of the ids on their device (torch tensors for
+            torch ids, CuPy arrays for CuPy ids, NumPy arrays for other host
+            ids). Device outputs (CUDA backend) are complete when `stream`
+            reaches the point of this call; host outputs are complete on return.
         Raises:
-            InvalidArgument (bad table, dtype, shape, layout: checked before C),
-            OutOfRange (a dense id >= corpus size), NotFound (missing="error"),
-            and the other fleche.Error subclasses with the library's message.
+            InvalidArgument (bad table, dtype, shape, layout, device: checked
+            before C), OutOfRange (a dense id >= corpus size), NotFound
+            (missing="error"), and the other fleche.Error subclasses with the
+            library's message.
         """
-        if not isinstance(queries, Mapping):
+        if type(queries) is not dict and not isinstance(queries, Mapping):  # (dict: faster)
             raise InvalidArgument(f"query: expected a mapping of table -> ids, got "
                                   f"{type(queries).__name__}")
-        if out is not None and not isinstance(out, Mapping):
+        if out is not None and type(out) is not dict and not isinstance(out, Mapping):
             raise InvalidArgument(f"query out: expected a mapping of table -> array, got "
                                   f"{type(out).__name__}")
-        store = self._store
-        k = len(queries)
-        qs = (_lib.fl_table_query * max(k, 1))()
+        handle = stream_handle(stream)
+        if handle is None:
+            handle = self._default_stream(queries, out) if self._backend == "cuda" else 0
+        torch = sys.modules.get("torch")
+        tensor = torch.Tensor if torch is not None else _NoTensor
+        words: List[int] = []  # the fl_table_query entries, _lib.QUERY_WORDS words each
+        owners: List[Any] = []  # keep the arrays (or DLPack capsules) alive until C returns
         result: Dict[TableRef, Any] = {}
-        keep: List[Buffer] = []
-        host = self._backend == "host"
-        for q, (key, ids) in zip(qs, queries.items()):
-            i = store.table_index(key)
-            t = store._tables[i]
-            idb = ids_buffer(ids, f"query {key!r} ids")
-            n = idb.shape[0]
+        torch_device = False
+        for key, ids in queries.items():
+            tk = type(key)
+            info = self._keys.get(key) if tk is str or tk is int else None
+            if info is None:
+                info = self._key_info(key)
+            i, dim, dtype, what_ids, what_out = info
+            iv = ids_view(ids, what_ids, handle)
+            n = iv[1][0]
             if out is None:
-                o = (_device_empty(idb.owner, n, t.dim, t.numpy_dtype) if idb.device
-                     else np.empty((n, t.dim), dtype=t.numpy_dtype))
+                o = empty_like(ids, iv[3], n, dim, dtype, handle)
             else:
-                if key not in out:
+                o = out.get(key, _ABSENT)
+                if o is _ABSENT:
                     raise InvalidArgument(f"query out: no output for table {key!r}")
-                o = out[key]
-            ob = vectors_buffer(o, n, t.dim, t.numpy_dtype, f"query {key!r} out", writable=True)
-            if host and (idb.device or ob.device):
-                raise InvalidArgument(f"query {key!r}: the host backend takes host memory "
-                                      "only, got a device array")
-            q.table, q.ids, q.n, q.out = i, idb.address, n, ob.address
-            keep.append(idb)
-            keep.append(ob)
+            ov = vectors_view(o, n, dim, dtype, what_out, True, handle)
+            if iv[3] != HOST or ov[3] != HOST:
+                self._check_devices(key, iv[3], ov[3])
+                torch_device = torch_device or isinstance(ids, tensor) or isinstance(o, tensor)
+            words += (i, iv[0], n, ov[0])
+            owners += (iv[5], ov[5])
             result[key] = o
-        if out is not None and len(out) != k:
+        if out is not None and len(out) != len(result):
             extra = [key for key in out if key not in queries]
             raise InvalidArgument(f"query out: outputs for tables not queried: {extra}")
-        handle = stream_handle(stream)
+        if torch_device:
+            consumer = torch_order(handle, self._device)
+            if consumer is not None and out is None:
+                for o in result.values():  # torch's allocator may reuse them only after `stream`
+                    if isinstance(o, tensor) and o.is_cuda:
+                        o.record_stream(consumer)
+        qs = array("Q", words)
         ptr = self._h.enter()
         try:
-            self._check(L.fl_query(ptr, qs, k, handle), ptr)
+            self._check(L.fl_query(ptr, qs.buffer_info()[0], len(result), handle), ptr)
         finally:
             self._h.leave()
-        del keep
+        del owners
         return result
+
+    def _key_info(self, key: TableRef) -> Tuple[int, int, str, str, str]:
+        """(index, dim, dtype name, ids label, out label) of a table key, cached
+        for str and int keys."""
+        i = self._store.table_index(key)
+        t = self._store.tables[i]
+        info = (i, t.dim, t.dtype, f"query {key!r} ids", f"query {key!r} out")
+        if type(key) is str or type(key) is int:
+            self._keys[key] = info
+        return info
+
+    def _default_stream(self, queries: Mapping[TableRef, Any],
+                        out: Optional[Mapping[TableRef, Any]]) -> int:
+        """The stream of query(stream=None): the current stream of the framework
+        of the first ids (or, for host ids, of the first output), else 0."""
+        for arrays in (queries, out or {}):
+            first = next(iter(arrays.values()), None)
+            handle = current_stream(first, self._device) if first is not None else None
+            if handle is not None:
+                return handle
+        return 0
+
+    def _check_devices(self, key: TableRef, *devices: int) -> None:
+        """Device arrays need the CUDA backend, on the cache's device."""
+        for d in devices:
+            if d == HOST:
+                continue
+            if self._backend == "host":
+                raise InvalidArgument(f"query {key!r}: the host backend takes host memory "
+                                      f"only, got an array on CUDA device {d}")
+            if d != self._device:
+                raise InvalidArgument(f"query {key!r}: an array is on CUDA device {d}, the "
+                                      f"cache on device {self._device}")
 
     # ------------------------------------------------------------ control
 
@@ -617,13 +671,6 @@ class Cache(_Owner):
             L.fl_cache_stats_reset(ptr)
         finally:
             self._h.leave()
-
-    # ------------------------------------------------------------ lifetime
-
-    def close(self) -> None:
-        """Destroys the cache after the calls in flight (idempotent); later calls
-        raise InvalidArgument. The store stays open."""
-        self._h.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else self._backend

@@ -18,7 +18,7 @@ from .errors import InvalidArgument
 class Handle:
     """A native pointer with in-flight call counting and ordered destruction."""
 
-    __slots__ = ("ptr", "_destroy", "_what", "_cond", "_active", "_closed", "_deps",
+    __slots__ = ("ptr", "_destroy", "_what", "_lock", "_cond", "_active", "_closed", "_deps",
                  "_pending", "_parent")
 
     def __init__(self, ptr: int, destroy: Callable[[int], None], what: str,
@@ -26,7 +26,10 @@ class Handle:
         self.ptr: Optional[int] = ptr
         self._destroy = destroy
         self._what = what
-        self._cond = threading.Condition(threading.Lock())
+        # enter() and leave() take the lock itself (a C context manager: a
+        # query pays for two); close() waits on the condition over it.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._active = 0
         self._closed = False
         self._deps = 0
@@ -42,7 +45,7 @@ class Handle:
 
     def enter(self) -> int:
         """Starts a call: the pointer, or InvalidArgument when closed. Pair with leave()."""
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise InvalidArgument(f"the {self._what} is closed")
             self._active += 1
@@ -50,9 +53,9 @@ class Handle:
 
     def leave(self) -> None:
         """Ends a call started by enter()."""
-        with self._cond:
+        with self._lock:
             self._active -= 1
-            if self._active == 0:
+            if self._active == 0 and self._closed:  # close() is waiting
                 self._cond.notify_all()
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 from ctypes import (
     POINTER,
     Structure,
@@ -60,6 +61,25 @@ class fl_table_query(Structure):
         ("ids", c_void_p),
         ("n", c_size_t),
         ("out", c_void_p),
+    ]
+
+
+# Cache.query packs its fl_table_query entries as 4 uint64 words (table,
+# ids, n, out): the uint32 table and its 4 bytes of padding fill word 0 on
+# the little-endian LP64 machines this library is built for.
+QUERY_WORDS = 4
+assert (ctypes.sizeof(fl_table_query) == 8 * QUERY_WORDS and fl_table_query.ids.offset == 8
+        and fl_table_query.n.offset == 16 and fl_table_query.out.offset == 24
+        and sys.byteorder == "little"), "fl_table_query is not 4 little-endian words here"
+
+
+class fl_table_code_report(Structure):
+    _fields_ = [
+        ("prefix", c_uint64),
+        ("prefix_len", c_uint32),
+        ("feature_bits", c_uint32),
+        ("lossless", c_int),
+        ("collision_rate", c_double),
     ]
 
 
@@ -150,6 +170,7 @@ lib = _load()
 _status = c_int
 _store_p = c_void_p
 _cache_p = c_void_p
+_encoding_p = c_void_p
 _u64p = c_void_p  # ids: raw addresses of NumPy / device buffers
 
 
@@ -162,6 +183,15 @@ def _decl(name: str, restype, *argtypes) -> None:
 _decl("fl_status_name", c_char_p, c_int)
 _decl("fl_version", c_char_p)
 _decl("fl_cuda_device_count", c_int)
+
+_decl("fl_encoding_create", _status, POINTER(fl_table_desc), c_uint32, c_uint32, c_int,
+      POINTER(_encoding_p))
+_decl("fl_encoding_destroy", None, _encoding_p)
+_decl("fl_encoding_last_error", c_char_p, _encoding_p)
+_decl("fl_encoding_lossless", c_int, _encoding_p)
+_decl("fl_encoding_report", _status, _encoding_p, c_uint32, POINTER(fl_table_code_report))
+_decl("fl_encoding_encode", _status, _encoding_p, c_uint32, _u64p, c_size_t, _u64p, c_int)
+_decl("fl_encoding_decode", _status, _encoding_p, _u64p, c_size_t, c_void_p, _u64p)
 
 _decl("fl_store_create", _status, POINTER(fl_table_desc), c_uint32, c_uint32, POINTER(_store_p))
 _decl("fl_store_destroy", None, _store_p)
@@ -187,7 +217,8 @@ _decl("fl_cache_create", _status, _store_p, POINTER(fl_config), POINTER(_cache_p
 _decl("fl_cache_destroy", None, _cache_p)
 _decl("fl_cache_last_error", c_char_p, _cache_p)
 _decl("fl_cache_backend", c_int, _cache_p)
-_decl("fl_query", _status, _cache_p, POINTER(fl_table_query), c_uint32, c_void_p)
+# queries: an address (a ctypes array of fl_table_query, or QUERY_WORDS words each)
+_decl("fl_query", _status, _cache_p, c_void_p, c_uint32, c_void_p)
 _decl("fl_cache_sync", _status, _cache_p)
 _decl("fl_cache_reserve", _status, _cache_p, c_uint64, c_uint32)
 _decl("fl_cache_set_unified_entries", _status, _cache_p, c_uint64)

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Per-query overhead of Cache.query over the raw fl_query call.
+
+Same cache, same all-hit batch, three ways, each followed by a synchronize of
+the query's stream (timed too):
+  c          fl_query through ctypes with argument structs built once (the "C call")
+  query_out  Cache.query(ids, out=preallocated outputs)
+  query_new  Cache.query(ids), which allocates the outputs (torch.empty, ...)
+The overhead of a variant is its p50 minus the C call's p50. Rounds alternate
+the variants so that drift hits them alike; the garbage collector is off
+while timing.
+
+    python3 python/bench/bench_overhead.py --json OUT.json
+    python3 python/bench/bench_overhead.py --backend host --array numpy   # no GPU
+
+Defaults: the CUDA backend with torch CUDA tensors when torch sees a GPU,
+else the host backend with NumPy arrays. Sizes are TABLESxIDS: 1x256 (the
+fixed cost), 26x256 (Criteo's 26 tables, launch-bound) and 26x4096.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+import numpy as np
+
+try:
+    import fleche
+except ImportError:  # run from the checkout: the package source, with FLECHE_LIBRARY
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import fleche
+from fleche import _lib
+
+VARIANTS = ("c", "query_out", "query_new")
+DIM = 16
+CORPUS = 50_000
+
+
+class Arrays:
+    """Makes ids and outputs of one framework and synchronizes its current stream."""
+
+    def __init__(self, kind: str, device: str) -> None:
+        self.kind = kind
+        if kind == "torch":
+            import torch
+
+            self.mod = torch
+            self.device = torch.device(device)
+            self.sync: Callable[[], None] = (torch.cuda.current_stream(self.device).synchronize
+                                             if self.device.type == "cuda" else (lambda: None))
+            self.stream = (torch.cuda.current_stream(self.device).cuda_stream
+                           if self.device.type == "cuda" else 0)
+        elif kind == "cupy":
+            import cupy
+
+            self.mod = cupy
+            s = cupy.cuda.get_current_stream()
+            self.sync, self.stream = s.synchronize, s.ptr
+        else:
+            self.mod = np
+            self.sync, self.stream = (lambda: None), 0
+
+    def ids(self, a: np.ndarray) -> Any:
+        if self.kind == "torch":
+            return self.mod.from_numpy(a.view(np.int64).copy()).to(self.device)
+        return self.mod.asarray(a)
+
+    def empty(self, n: int, dim: int) -> Any:
+        if self.kind == "torch":
+            return self.mod.empty((n, dim), dtype=self.mod.float32, device=self.device)
+        return self.mod.empty((n, dim), dtype=np.float32)
+
+    def pointer(self, x: Any) -> int:
+        if self.kind == "torch":
+            return x.data_ptr()
+        return x.data.ptr if self.kind == "cupy" else x.ctypes.data
+
+    def host(self, x: Any) -> np.ndarray:
+        if self.kind == "torch":
+            return x.cpu().numpy()
+        return x.get() if self.kind == "cupy" else x
+
+
+def percentile_us(ns: List[int], q: float) -> float:
+    return float(np.percentile(np.asarray(ns, dtype=np.float64), q)) / 1e3
+
+
+def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int, warmup: int,
+               rounds: int, seed: int) -> Dict[str, Any]:
+    """Times the three variants on an all-hit batch of `tables` tables of n ids."""
+    rng = np.random.default_rng(seed)
+    names = [f"t{j}" for j in range(tables)]
+    ids_np = {name: rng.integers(0, CORPUS, n).astype(np.uint64) for name in names}
+    ids = {name: arr.ids(a) for name, a in ids_np.items()}
+    outs = {name: arr.empty(n, DIM) for name in names}
+    qs = (_lib.fl_table_query * tables)()
+    for q, name in zip(qs, names):
+        q.table, q.ids, q.n, q.out = int(name[1:]), arr.pointer(ids[name]), n, arr.pointer(outs[name])
+    raw, ptr, handle = _lib.lib.fl_query, cache._h.ptr, arr.stream
+
+    def c_call() -> None:
+        if raw(ptr, qs, tables, handle) != 0:
+            raise fleche.Error(_lib.lib.fl_cache_last_error(ptr).decode())
+
+    calls: Dict[str, Callable[[], Any]] = {
+        "c": c_call,
+        "query_out": lambda: cache.query(ids, out=outs),
+        "query_new": lambda: cache.query(ids),
+    }
+    for _ in range(3):  # admit every row, then check that the batch is all hits
+        cache.query(ids, out=outs)
+        arr.sync()
+        cache.sync()
+    before = cache.stats()
+    new = cache.query(ids)
+    arr.sync()
+    after = cache.stats()
+    if after.misses != before.misses:
+        raise SystemExit(f"{tables}x{n}: the batch is not all hits "
+                         f"({after.misses - before.misses} misses); raise the budget")
+    c_call()
+    arr.sync()
+    for name in names:  # the three variants give the same answer
+        want = cache.store.gather(name, ids_np[name])
+        if not (np.array_equal(arr.host(outs[name]), want)
+                and np.array_equal(arr.host(new[name]), want)):
+            raise SystemExit(f"{tables}x{n}: wrong answer for {name}")
+    total: Dict[str, List[int]] = {v: [] for v in VARIANTS}
+    ret: Dict[str, List[int]] = {v: [] for v in VARIANTS}
+    sync, clock = arr.sync, time.perf_counter_ns
+    for v in VARIANTS:
+        for _ in range(warmup):
+            calls[v]()
+            sync()
+    per_round = max(1, iters // rounds)
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
+            for v in order:
+                call, tt, rr = calls[v], total[v], ret[v]
+                for _ in range(per_round):
+                    t0 = clock()
+                    call()
+                    t1 = clock()
+                    sync()
+                    t2 = clock()
+                    tt.append(t2 - t0)
+                    rr.append(t1 - t0)
+    finally:
+        gc.enable()
+    stats = {v: {"p50_us": percentile_us(total[v], 50), "p90_us": percentile_us(total[v], 90),
+                 "return_p50_us": percentile_us(ret[v], 50), "samples": len(total[v])}
+             for v in VARIANTS}
+    c = stats["c"]
+    return {
+        "tables": tables, "ids_per_table": n, "variants": stats,
+        "overhead_p50_us": {v: stats[v]["p50_us"] - c["p50_us"] for v in VARIANTS[1:]},
+        "overhead_p90_us": {v: stats[v]["p90_us"] - c["p90_us"] for v in VARIANTS[1:]},
+        "overhead_per_table_p50_us": {v: (stats[v]["p50_us"] - c["p50_us"]) / tables
+                                      for v in VARIANTS[1:]},
+    }
+
+
+def parse_sizes(text: str) -> List[Tuple[int, int]]:
+    sizes = []
+    for part in text.split(","):
+        t, n = part.lower().split("x")
+        sizes.append((int(t), int(n)))
+    return sizes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", choices=["auto", "host", "cuda"], default="auto")
+    ap.add_argument("--array", choices=["auto", "numpy", "torch", "cupy"], default="auto")
+    ap.add_argument("--sizes", default="1x256,26x256,26x4096", help="TABLESxIDS,... (max 26 tables)")
+    ap.add_argument("--iters", type=int, default=3000, help="timed calls per variant and size")
+    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+
+    gpu = fleche.cuda_device_count() > 0
+    backend = args.backend if args.backend != "auto" else ("cuda" if gpu else "host")
+    kind = args.array
+    if kind == "auto":
+        kind = "numpy"
+        if backend == "cuda":
+            try:
+                import torch
+
+                kind = "torch" if torch.cuda.is_available() else "numpy"
+            except ImportError:
+                pass
+    arr = Arrays(kind, "cuda:0" if backend == "cuda" else "cpu")
+    sizes = parse_sizes(args.sizes)
+    n_tables = max(t for t, _ in sizes)
+    if n_tables > 26:
+        raise SystemExit("--sizes: at most 26 tables")
+
+    tables = [fleche.Table(f"t{j}", CORPUS, DIM) for j in range(n_tables)]
+    device = platform.processor() or platform.machine()
+    if backend == "cuda" and kind == "torch":
+        device = arr.mod.cuda.get_device_name(arr.device)
+    results = []
+    with fleche.Store(tables) as store:
+        for j in range(n_tables):
+            store.fill_synthetic(j, 42)
+        with fleche.Cache(store, backend=backend, budget_bytes=256 << 20,
+                          admit_probability=1.0) as cache:
+            cache.reserve(max(t * n for t, n in sizes), n_tables)
+            for i, (t, n) in enumerate(sizes):
+                results.append(bench_size(cache, arr, t, n, args.iters, args.warmup,
+                                          args.rounds, seed=i))
+    print(f"fleche {fleche.version()}: {backend} backend, {kind} arrays, {device}, "
+          f"python {platform.python_version()}; {args.iters} timed calls per variant "
+          "(call + stream synchronize)")
+    print(f"{'size':>9} {'variant':>10} {'p50 us':>9} {'p90 us':>9} {'return p50':>11} "
+          f"{'overhead p50':>13} {'p90':>8} {'per table':>10}")
+    for r in results:
+        for v in VARIANTS:
+            s = r["variants"][v]
+            extra = ("" if v == "c" else
+                     f"{r['overhead_p50_us'][v]:13.2f} {r['overhead_p90_us'][v]:8.2f} "
+                     f"{r['overhead_per_table_p50_us'][v]:10.3f}")
+            print(f"{r['tables']:>4}x{r['ids_per_table']:<4} {v:>10} {s['p50_us']:9.2f} "
+                  f"{s['p90_us']:9.2f} {s['return_p50_us']:11.2f} {extra}")
+    if args.json:
+        versions = {"python": platform.python_version(), "numpy": np.__version__}
+        if kind in ("torch", "cupy"):
+            versions[kind] = arr.mod.__version__
+        doc = {"backend": backend, "array": kind, "device": device, "fleche": fleche.version(),
+               "library": str(fleche.library_path()), "versions": versions,
+               "iters": args.iters, "warmup": args.warmup, "rounds": args.rounds,
+               "host": platform.node(), "cpu_count": os.cpu_count(), "sizes": results}
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,351 @@
+"""The torch and CUDA paths: torch CPU tensors on the host backend, and on a GPU
+torch CUDA tensors and CuPy arrays in and out, in place, on the caller's streams.
+
+Skipped without torch; the CUDA tests also without a CUDA device (torch's or
+libfleche.so's). The oracle is Store.gather of the same ids. A spy on
+fl_query (the ctypes function of fleche._lib.lib) records the pointers C
+gets, to check that they are the tensors' own (no host copy).
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import fleche
+from conftest import HASHED_IDS, random_ids
+
+torch = pytest.importorskip("torch")
+
+HAVE_GPU = torch.cuda.is_available() and fleche.cuda_device_count() > 0
+needs_cuda = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device for torch and fleche")
+DEV = "cuda:0"
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def as_torch(ids: np.ndarray, device: str = "cpu") -> "torch.Tensor":
+    """uint64 ids as an int64 tensor (the same bits) on `device`."""
+    return torch.from_numpy(ids.view(np.int64).copy()).to(device)
+
+
+def numpy_of(x) -> np.ndarray:
+    """A host NumPy copy of a torch tensor or CuPy array (for comparing only)."""
+    if isinstance(x, torch.Tensor):
+        return x.cpu().numpy()
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+class DLPackOnly:
+    """An array exposing only the DLPack protocol (neither torch nor CuPy to fleche)."""
+
+    def __init__(self, a) -> None:
+        self._a = a
+
+    def __dlpack__(self, stream=None, **kw):
+        return self._a.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+@pytest.fixture
+def c_calls(monkeypatch):
+    """The fl_query calls made during a test: ([(table, ids, n, out), ...], stream)."""
+    lib = fleche._lib.lib
+    real = lib.fl_query
+    calls = []
+
+    def spy(cache, queries, n, stream):
+        qs = (fleche._lib.fl_table_query * n).from_address(queries) if n else []
+        calls.append(([(q.table, q.ids, q.n, q.out) for q in qs], stream or 0))
+        return real(cache, queries, n, stream)
+
+    monkeypatch.setattr(lib, "fl_query", spy)
+    return calls
+
+
+@pytest.fixture
+def gcache(store):
+    with fleche.Cache(store, budget_bytes=64 << 20, backend="cuda", admit_probability=1.0) as c:
+        yield c
+
+
+# ------------------------------------------------------------ (f) torch on the host backend
+
+
+def test_torch_cpu_tensors_on_the_host_backend(store, cache):
+    rng = np.random.default_rng(11)
+    q = {t.name: random_ids(rng, t, 64, 0.2) for t in store.tables}
+    got = cache.query({name: as_torch(ids) for name, ids in q.items()})
+    for name, ids in q.items():
+        t = store.table(name)
+        assert isinstance(got[name], torch.Tensor) and got[name].device.type == "cpu"
+        assert got[name].dtype == TORCH_DTYPES[t.dtype] and tuple(got[name].shape) == (64, t.dim)
+        np.testing.assert_array_equal(got[name].numpy(), store.gather(name, ids))
+    out = torch.empty((64, 16), dtype=torch.float32)
+    res = cache.query({"user": as_torch(q["user"])}, out={"user": out})
+    assert res["user"] is out
+    np.testing.assert_array_equal(out.numpy(), store.gather("user", q["user"]))
+    np.testing.assert_array_equal(store.gather("user", as_torch(q["user"])),
+                                  store.gather("user", q["user"]))
+
+
+def test_torch_cpu_bad_inputs(cache):
+    ids = torch.tensor([1, 2, 3], dtype=torch.int64)
+    with pytest.raises(fleche.InvalidArgument, match="int32"):
+        cache.query({"user": ids.to(torch.int32)})
+    with pytest.raises(fleche.InvalidArgument, match="C-contiguous"):
+        cache.query({"user": torch.arange(10)[::2]})
+    with pytest.raises(fleche.InvalidArgument, match="1-D"):
+        cache.query({"user": ids.reshape(3, 1).expand(3, 2).contiguous()})
+    with pytest.raises(fleche.InvalidArgument, match="float16"):
+        cache.query({"user": ids}, out={"user": torch.empty((3, 16), dtype=torch.float16)})
+    with pytest.raises(fleche.InvalidArgument, match=r"\(3, 16\)"):
+        cache.query({"user": ids}, out={"user": torch.empty((3, 15))})
+
+
+@needs_cuda
+def test_cuda_tensors_on_the_host_backend_are_refused(cache, c_calls):
+    with pytest.raises(fleche.InvalidArgument, match="host backend"):
+        cache.query({"user": torch.tensor([1, 2], device=DEV)})
+    with pytest.raises(fleche.InvalidArgument, match="host backend"):
+        cache.query({"user": np.array([1, 2], np.uint64)},
+                    out={"user": torch.empty((2, 16), device=DEV)})
+    assert not c_calls
+
+
+# ------------------------------------------------------------ (a) torch CUDA in, torch CUDA out
+
+
+@needs_cuda
+def test_cuda_tensors_in_and_out_match_the_store(store, gcache, c_calls):
+    assert gcache.backend == "cuda"
+    rng = np.random.default_rng(3)
+    batches = [{t.name: random_ids(rng, t, int(rng.integers(1, 300)), 0.2) for t in store.tables}
+               for _ in range(3)]
+    for repeat in range(2):  # the second pass finds the first pass's rows admitted: hits
+        before = gcache.stats()
+        for q in batches:
+            tq = {name: as_torch(ids, DEV) for name, ids in q.items()}
+            got = gcache.query(tq)
+            assert set(got) == set(q)
+            spans, _ = c_calls[-1]
+            for (table, ids_ptr, n, out_ptr), (name, ids) in zip(spans, q.items()):
+                t = store.table(name)
+                o = got[name]
+                assert isinstance(o, torch.Tensor) and o.device == tq[name].device
+                assert o.dtype == TORCH_DTYPES[t.dtype] and tuple(o.shape) == (len(ids), t.dim)
+                assert (table, ids_ptr, n, out_ptr) == (store.table_index(name),
+                                                        tq[name].data_ptr(), len(ids),
+                                                        o.data_ptr())
+                np.testing.assert_array_equal(numpy_of(o), store.gather(name, ids))
+        gcache.sync()
+        after = gcache.stats()
+        assert after.queries - before.queries == len(batches)
+        if repeat == 1:
+            assert after.hits > before.hits
+    st = gcache.stats()
+    assert st.misses > 0 and st.admissions > 0
+
+
+@needs_cuda
+def test_caller_outputs_are_written_in_place(store, gcache, c_calls):
+    ids = {"user": np.array([0, 7, 7, 999], np.uint64), "item": HASHED_IDS["item"][:5],
+           "ctx": np.array([3, 1], np.uint64)}
+    tids = {name: as_torch(v, DEV) for name, v in ids.items()}
+    outs = {name: torch.full((len(v), store.table(name).dim), float("nan"), device=DEV,
+                             dtype=TORCH_DTYPES[store.table(name).dtype])
+            for name, v in ids.items()}
+    for _ in range(2):
+        res = gcache.query(tids, out=outs)
+        spans, _ = c_calls[-1]
+        for (_, ids_ptr, _, out_ptr), name in zip(spans, ids):
+            assert res[name] is outs[name]
+            assert ids_ptr == tids[name].data_ptr() and out_ptr == outs[name].data_ptr()
+            np.testing.assert_array_equal(numpy_of(outs[name]), store.gather(name, ids[name]))
+        gcache.sync()
+    flat = torch.empty(4 * 16, device=DEV)  # a flat (n * dim,) output is accepted too
+    gcache.query({"user": tids["user"]}, out={"user": flat})
+    np.testing.assert_array_equal(numpy_of(flat).reshape(4, 16), store.gather("user", ids["user"]))
+
+
+@needs_cuda
+def test_out_of_range_on_cuda(gcache):
+    with pytest.raises(fleche.OutOfRange) as e:
+        gcache.query({"user": torch.tensor([5, 1000], device=DEV)})
+    assert "1000" in str(e.value)
+
+
+# ------------------------------------------------------------ (c) streams
+
+
+@needs_cuda
+@pytest.mark.parametrize("kind", ["int", "torch", "torch_context", "cupy"])
+def test_streams(store, gcache, c_calls, kind):
+    ids_np = np.arange(0, 1000, 3, dtype=np.uint64)
+    want = store.gather("user", ids_np)
+    if kind == "cupy":
+        cupy = pytest.importorskip("cupy")
+        cs = cupy.cuda.Stream(non_blocking=True)
+        handle, sync, arg = cs.ptr, cs.synchronize, cs
+    else:
+        s = torch.cuda.Stream(device=DEV)
+        handle, sync = s.cuda_stream, s.synchronize
+        arg = {"int": s.cuda_stream, "torch": s, "torch_context": None}[kind]
+    for with_out in (False, True):
+        out = {"user": torch.empty((len(ids_np), 16), device=DEV)} if with_out else None
+        if kind == "torch_context":  # stream=None: torch's current stream, s
+            with torch.cuda.stream(s):
+                got = gcache.query({"user": as_torch(ids_np, DEV) * 1}, out=out)["user"]
+        else:
+            # The ids come from a kernel on torch's current stream, maybe still
+            # pending: the call's stream must wait for it (DLPack order).
+            ids = as_torch(ids_np, DEV) * 1
+            got = gcache.query({"user": ids}, out=out, stream=arg)["user"]
+        assert c_calls[-1][1] == handle
+        sync()
+        np.testing.assert_array_equal(numpy_of(got), want)
+    gcache.sync()
+
+
+@needs_cuda
+def test_default_stream_is_torchs_current(gcache, c_calls):
+    gcache.query({"user": torch.tensor([1], device=DEV)})
+    assert c_calls[-1][1] == torch.cuda.current_stream(DEV).cuda_stream
+
+
+@needs_cuda
+def test_four_threads_each_on_its_own_stream(store, gcache):
+    rng = np.random.default_rng(9)
+    batches = [[{t.name: random_ids(rng, t, 100, 0.1) for t in store.tables} for _ in range(5)]
+               for _ in range(4)]
+    errors = []
+
+    def work(mine):
+        try:
+            s = torch.cuda.Stream(device=DEV)
+            for q in mine:
+                with torch.cuda.stream(s):
+                    got = gcache.query({n: as_torch(v, DEV) for n, v in q.items()})
+                s.synchronize()
+                for name, ids in q.items():
+                    np.testing.assert_array_equal(numpy_of(got[name]), store.gather(name, ids))
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(b,)) for b in batches]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+
+
+# ------------------------------------------------------------ (d) other DLPack objects
+
+
+@needs_cuda
+def test_cupy_arrays_in_and_out(store, gcache, c_calls):
+    cupy = pytest.importorskip("cupy")
+    ids_np = HASHED_IDS["ad"][:20]
+    ids = cupy.asarray(ids_np)  # uint64
+    got = gcache.query({"ad": ids})["ad"]
+    assert isinstance(got, cupy.ndarray) and got.dtype == np.float32 and got.shape == (20, 4)
+    assert got.device.id == ids.device.id
+    (_, ids_ptr, _, out_ptr), = c_calls[-1][0]
+    assert ids_ptr == ids.data.ptr and out_ptr == got.data.ptr
+    np.testing.assert_array_equal(numpy_of(got), store.gather("ad", ids_np))
+    out = cupy.zeros((20, 4), dtype=np.float32)
+    res = gcache.query({"ad": ids.view(np.int64)}, out={"ad": out})
+    assert res["ad"] is out and c_calls[-1][0][0][3] == out.data.ptr
+    np.testing.assert_array_equal(numpy_of(out), store.gather("ad", ids_np))
+    cs = cupy.cuda.Stream(non_blocking=True)
+    with cs:  # stream=None: CuPy's current stream
+        got = gcache.query({"ad": ids})["ad"]
+    assert c_calls[-1][1] == cs.ptr
+    cs.synchronize()
+    np.testing.assert_array_equal(numpy_of(got), store.gather("ad", ids_np))
+    with pytest.raises(fleche.InvalidArgument, match="int32"):
+        gcache.query({"ad": ids.astype(np.int32)})
+    with pytest.raises(fleche.InvalidArgument, match="C-contiguous"):
+        gcache.query({"ad": ids[::2]})
+
+
+@needs_cuda
+def test_dlpack_only_objects(store, gcache, c_calls):
+    ids_np = np.array([5, 6, 7, 5], np.uint64)
+    ids = as_torch(ids_np, DEV)
+    out = torch.empty((4, 16), device=DEV)
+    res = gcache.query({"user": DLPackOnly(ids)}, out={"user": DLPackOnly(out)})
+    assert isinstance(res["user"], DLPackOnly)
+    (_, ids_ptr, _, out_ptr), = c_calls[-1][0]
+    assert ids_ptr == ids.data_ptr() and out_ptr == out.data_ptr()
+    np.testing.assert_array_equal(numpy_of(out), store.gather("user", ids_np))
+    view = DLPackOnly(torch.arange(8, device=DEV)[2:6])  # a byte_offset or a moved pointer
+    gcache.query({"user": view}, out={"user": DLPackOnly(out)})
+    np.testing.assert_array_equal(numpy_of(out), store.gather("user", np.arange(2, 6, dtype=np.uint64)))
+    with pytest.raises(fleche.InvalidArgument, match="pass out="):
+        gcache.query({"user": DLPackOnly(ids)})
+    with pytest.raises(fleche.InvalidArgument, match="C-contiguous"):
+        gcache.query({"user": DLPackOnly(torch.arange(8, device=DEV)[::2])},
+                     out={"user": torch.empty((4, 16), device=DEV)})
+    with pytest.raises(fleche.InvalidArgument, match="int32"):
+        gcache.query({"user": DLPackOnly(ids.to(torch.int32))}, out={"user": out})
+
+
+# ------------------------------------------------------------ (e) bad inputs and mixed memory
+
+
+@needs_cuda
+def test_bad_cuda_inputs_fail_before_c(gcache, c_calls):
+    ids = torch.tensor([1, 2, 3], device=DEV)
+    cases = [
+        ({"user": ids.to(torch.int32)}, None, "int32"),
+        ({"user": ids.float()}, None, "float32"),
+        ({"user": torch.arange(10, device=DEV)[::2]}, None, "C-contiguous"),
+        ({"user": ids.reshape(3, 1)}, None, "1-D"),
+        ({"user": ids}, {"user": torch.empty((3, 16), dtype=torch.float16, device=DEV)},
+         "float16"),
+        ({"item": ids}, {"item": torch.empty((3, 32), dtype=torch.float32, device=DEV)},
+         "float32"),
+        ({"user": ids}, {"user": torch.empty((4, 16), device=DEV)}, r"\(4, 16\)"),
+        ({"user": ids}, {"user": torch.empty((16, 3), device=DEV).t()}, "C-contiguous"),
+    ]
+    for q, out, words in cases:
+        with pytest.raises(fleche.InvalidArgument, match=words):
+            gcache.query(q, out=out)
+    with pytest.raises(fleche.InvalidArgument, match="stream"):
+        gcache.query({"user": ids}, stream=-5)
+    assert not c_calls
+
+
+@needs_cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one GPU")
+def test_tensor_on_another_device(gcache, c_calls):
+    with pytest.raises(fleche.InvalidArgument, match="device 1"):
+        gcache.query({"user": torch.tensor([1, 2], device="cuda:1")})
+    with pytest.raises(fleche.InvalidArgument, match="device 1"):
+        gcache.query({"user": torch.tensor([1, 2], device=DEV)},
+                     out={"user": torch.empty((2, 16), device="cuda:1")})
+    assert not c_calls
+
+
+@needs_cuda
+def test_host_and_device_memory_mixed(store, gcache, c_calls):
+    """The CUDA backend takes host or device memory for each of ids and out
+    (docs/API.md); the results follow the ids' kind when out is not given."""
+    ids_np = np.array([9, 8, 7], np.uint64)
+    want = store.gather("user", ids_np)
+    out = torch.empty((3, 16), device=DEV)  # host ids, device out
+    gcache.query({"user": ids_np}, out={"user": out})
+    assert c_calls[-1][0][0][1] == ids_np.ctypes.data and c_calls[-1][0][0][3] == out.data_ptr()
+    np.testing.assert_array_equal(numpy_of(out), want)
+    host_out = np.empty((3, 16), np.float32)  # device ids, host out: complete on return
+    gcache.query({"user": as_torch(ids_np, DEV)}, out={"user": host_out})
+    np.testing.assert_array_equal(host_out, want)
+    got = gcache.query({"user": as_torch(ids_np)})["user"]  # CPU tensor in: CPU tensor out
+    assert isinstance(got, torch.Tensor) and got.device.type == "cpu"
+    np.testing.assert_array_equal(got.numpy(), want)
+    got = gcache.query({"user": ids_np})["user"]  # NumPy in: NumPy out
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(got, want)
