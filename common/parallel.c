@@ -36,6 +36,7 @@ struct fl_workers {
   _Atomic uint32_t sleepers;   /* workers in or entering a futex wait */
   _Atomic uint32_t running;    /* workers still inside the current job */
   _Atomic int stop;
+  _Atomic uint64_t spin_until; /* fl_workers_wake: spin at least until then (ns) */
   /* The current job. */
   fl_range_fn fn;
   void *ctx;
@@ -72,27 +73,31 @@ static void run_chunks(fl_workers *w) {
   }
 }
 
-/* Waits for a generation other than `seen` and returns it. */
+/* Waits for a generation other than `seen` and returns it: spins until
+ * FL_WORKER_SPIN_NS from now or the pool's spin_until, whichever is later,
+ * then sleeps; a wake (a job, or fl_workers_wake) starts a new spin. */
 static uint32_t next_job(fl_workers *w, uint32_t seen) {
-  uint64_t until = now_ns() + FL_WORKER_SPIN_NS;
-  for (unsigned i = 0;; i++) {
-    uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
-    if (g != seen) return g;
-    if ((i & 255u) == 255u) {
-      if (now_ns() > until) break;
-      sched_yield(); /* an oversubscribed machine runs the caller meanwhile */
+  for (;;) {
+    uint64_t until = now_ns() + FL_WORKER_SPIN_NS;
+    uint64_t asked = atomic_load_explicit(&w->spin_until, memory_order_relaxed);
+    if (asked > until) until = asked;
+    for (unsigned i = 0;; i++) {
+      uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
+      if (g != seen) return g;
+      if ((i & 255u) == 255u) {
+        if (now_ns() > until) break;
+        sched_yield(); /* an oversubscribed machine runs the caller meanwhile */
+      }
+      cpu_relax();
     }
-    cpu_relax();
+    /* Sleep. sleepers is raised before generation is read again (both
+     * sequentially consistent), so a caller that bumps generation either is
+     * seen here or sees a sleeper and wakes it; futex_wait itself returns at
+     * once if the word moved on. */
+    atomic_fetch_add(&w->sleepers, 1);
+    if (atomic_load(&w->generation) == seen) futex_wait(&w->generation, seen);
+    atomic_fetch_sub(&w->sleepers, 1);
   }
-  /* Sleep. sleepers is raised before generation is read again (both
-   * sequentially consistent), so a caller that bumps generation either is
-   * seen here or sees a sleeper and wakes it; futex_wait itself returns at
-   * once if the word moved on. */
-  atomic_fetch_add(&w->sleepers, 1);
-  uint32_t g;
-  while ((g = atomic_load(&w->generation)) == seen) futex_wait(&w->generation, seen);
-  atomic_fetch_sub(&w->sleepers, 1);
-  return g;
 }
 
 static void *worker_main(void *arg) {
@@ -145,6 +150,12 @@ void fl_workers_destroy(fl_workers *w) {
 }
 
 uint32_t fl_workers_count(const fl_workers *w) { return w->n + 1; }
+
+void fl_workers_wake(fl_workers *w, uint64_t spin_ns) {
+  if (!w || w->n == 0) return;
+  atomic_store_explicit(&w->spin_until, now_ns() + spin_ns, memory_order_relaxed);
+  if (atomic_load(&w->sleepers) > 0) futex_wake_all(&w->generation);
+}
 
 int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx) {
   if (w == NULL || w->n == 0 || pthread_mutex_trylock(&w->busy) != 0) return 0;

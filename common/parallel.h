@@ -31,6 +31,10 @@ void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void 
  * returned 1 and its wait, the pool serves no other caller. */
 int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
 void fl_workers_wait(fl_workers *w);
+/* Wakes sleeping workers and keeps every idle worker spinning for spin_ns, so
+ * a job that a caller knows is coming starts without waking anyone. Cheap
+ * when they are awake; NULL does nothing. */
+void fl_workers_wake(fl_workers *w, uint64_t spin_ns);
 
 #ifdef __cplusplus
 }

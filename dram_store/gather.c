@@ -155,3 +155,5 @@ fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n
   free(parts);
   return st;
 }
+
+void fl_store_expect_gather(fl_store *s, uint64_t ns) { fl_workers_wake(s->workers, ns); }

@@ -65,6 +65,10 @@ typedef struct fl_ref_query {
 fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_t n_queries,
                                fl_missing policy, uint64_t *missing);
 
+/* A gather is likely within `ns`: the store's threads stay awake until then
+ * (fl_workers_wake), so it starts without waking them. */
+void fl_store_expect_gather(fl_store *s, uint64_t ns);
+
 #ifdef __cplusplus
 }
 #endif

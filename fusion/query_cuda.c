@@ -24,6 +24,7 @@
 #include "cache/admission.h"
 #include "cache/cuda_state.h"
 #include "common/cuda_check.h"
+#include "dram_store/store_internal.h"
 #include "fusion/admit_kernels.h"
 #include "fusion/query.h"
 #include "fusion/query_kernels.h"
@@ -87,6 +88,10 @@ static const void *device_view(const void *p) {
 }
 
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
+
+/* How long the fetch's threads spin when woken ahead (fl_workers_wake): the
+ * index kernel and the counters' download of a large batch, with room. */
+#define FL_FETCH_PREWAKE_NS 300000ull
 
 /* The store fetch of a batch's unique rows, run by one of the cache's workers
  * while the calling thread prepares the admission round. Error messages are
@@ -310,10 +315,18 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   TRY(cudaStreamWaitEvent((cudaStream_t)x->side, (cudaEvent_t)x->ready, 0));
   TRY(cudaMemcpyAsync(H + l.h_counters, D + l.counters, l.counter_bytes, cudaMemcpyDeviceToHost,
                       (cudaStream_t)x->side));
+  /* A batch after one with misses likely misses too: wake the fetch's
+   * threads now, so that they spin while the index kernel runs instead of
+   * being woken once the counters are down. */
+  if (atomic_load_explicit(&c->missed_last, memory_order_relaxed)) {
+    fl_workers_wake(c->workers, FL_FETCH_PREWAKE_NS);
+    fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
+  }
   TRY(cudaStreamSynchronize((cudaStream_t)x->side));
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
   n_miss = counters[0];
+  atomic_store_explicit(&c->missed_last, n_miss != 0, memory_order_relaxed);
   bad = counters[1];
   if (bad != ~0ull) {
     uint64_t id;
