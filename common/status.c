@@ -13,6 +13,7 @@ const char *fl_status_name(fl_status s) {
     case FL_ERR_IO: return "FL_ERR_IO";
     case FL_ERR_FORMAT: return "FL_ERR_FORMAT";
     case FL_ERR_UNSUPPORTED: return "FL_ERR_UNSUPPORTED";
+    case FL_ERR_UNAVAILABLE: return "FL_ERR_UNAVAILABLE";
   }
   return "FL_ERR_UNKNOWN";
 }

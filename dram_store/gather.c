@@ -4,10 +4,14 @@
  * so a batch of many small tables balances as well as one big one. Inputs are
  * validated before any output is written. Under FL_MISSING_ERROR a missing id
  * stops the call with FL_ERR_NOT_FOUND; outputs may then be partly written
- * (the store itself never changes in a gather). */
+ * (the store itself never changes in a gather).
+ *
+ * A cluster store's gather collects the rows its local tier lacks (every
+ * row while the tier is bypassed: no budget, or the change channel down)
+ * and hands them to fl_remote_fill (remote_read.c) after the local pass. */
 #include <stdlib.h>
 
-#include "dram_store/store_impl.h"
+#include "dram_store/remote.h"
 
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
  * flush, small enough to balance. */
@@ -25,6 +29,10 @@ typedef struct fl_gather_job {
   _Atomic int failed;              /* set once a missing id fails the call */
   uint32_t fail_query;             /* the part of that id (valid once failed) */
   uint64_t fail_id;                /* that id */
+  uint64_t *absent;                /* cluster stores: global rows the local tier lacks */
+  _Atomic size_t n_absent;         /* entries of absent */
+  int skip_local;                  /* 1: the local tier is bypassed */
+  fl_tier_counters *tier;          /* the store's tier statistics */
 } fl_gather_job;
 
 /* Rows [b, e) of part qi, which are rows [b - start, e - start) of the part. */
@@ -34,11 +42,13 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   size_t rb = t->row_bytes;
   unsigned char *out = q->out;
   const uint64_t *refs = q->refs;
-  uint64_t miss = 0;
+  uint64_t miss = 0, elsewhere = 0;
   int ok = 1;
   for (size_t i = b; i < e; i++) {
     int found;
-    if (refs) {
+    if (j->skip_local) {
+      found = 0;
+    } else if (refs) {
       if (i + FL_GATHER_AHEAD < e)
         fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], refs[i + FL_GATHER_AHEAD]);
       found = fl_table_read_ref(t, q->ids[i], refs[i], out + i * rb);
@@ -48,6 +58,11 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
       found = fl_table_read(t, q->ids[i], out + i * rb);
     }
     if (found) continue;
+    if (j->absent) {
+      j->absent[atomic_fetch_add_explicit(&j->n_absent, 1, memory_order_relaxed)] = j->start[qi] + i;
+      elsewhere++;
+      continue;
+    }
     miss++;
     if (j->policy == FL_MISSING_ERROR) {
       int expected = 0;
@@ -62,6 +77,8 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     memset(out + i * rb, 0, rb);
   }
   atomic_fetch_add_explicit(&t->lookups, e - b, memory_order_relaxed);
+  atomic_fetch_add_explicit(&j->tier->lookups, e - b, memory_order_relaxed);
+  atomic_fetch_add_explicit(&j->tier->local_hits, e - b - miss - elsewhere, memory_order_relaxed);
   if (miss) {
     atomic_fetch_add_explicit(&t->misses, miss, memory_order_relaxed);
     atomic_fetch_add_explicit(&j->missing[qi], miss, memory_order_relaxed);
@@ -69,15 +86,18 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   return ok;
 }
 
-static void fl_gather_range(void *ctx, size_t b, size_t e) {
-  fl_gather_job *j = ctx;
-  /* The part holding global row b: the last start <= b. */
-  uint32_t lo = 0, hi = j->nq;
+uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row) {
+  uint32_t lo = 0, hi = n;
   while (hi - lo > 1) {
     uint32_t mid = (lo + hi) / 2;
-    if (j->start[mid] <= b) lo = mid; else hi = mid;
+    if (start[mid] <= row) lo = mid; else hi = mid;
   }
-  for (uint32_t qi = lo; qi < j->nq && b < e; qi++) {
+  return lo;
+}
+
+static void fl_gather_range(void *ctx, size_t b, size_t e) {
+  fl_gather_job *j = ctx;
+  for (uint32_t qi = fl_gather_part_of(j->start, j->nq, b); qi < j->nq && b < e; qi++) {
     size_t qe = j->start[qi + 1] < e ? j->start[qi + 1] : e;
     if (b >= qe) continue;
     if (atomic_load_explicit(&j->failed, memory_order_relaxed)) return;
@@ -113,21 +133,45 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
   }
   start[0] = 0;
   for (uint32_t i = 0; i < n; i++) start[i + 1] = start[i] + parts[i].n;
-  fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss};
+  fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss,
+                       .tier = &s->tier};
   atomic_init(&job.failed, 0);
-  uint32_t token = fl_grace_enter(&s->env->grace);
-  fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
-  fl_grace_exit(&s->env->grace, token);
+  atomic_init(&job.n_absent, 0);
+  fl_remote *rm = s->remote;
+  uint64_t *changes = NULL;
+  fl_status st = FL_OK;
+  if (rm) {
+    /* Change counters first: a fill must not cache rows fetched before a
+     * change it did not see (remote.h). */
+    job.absent = malloc((start[n] ? start[n] : 1) * sizeof *job.absent);
+    changes = malloc((s->n_tables ? s->n_tables : 1) * sizeof *changes);
+    if (!job.absent || !changes)
+      st = fl_fail(s, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %zu rows", call, start[n]);
+    for (uint32_t t = 0; changes && t < s->n_tables; t++) changes[t] = atomic_load(&s->tables[t].changes);
+    job.skip_local = !atomic_load(&rm->budget) || !fl_inval_synced(rm->inval);
+  }
+  if (st == FL_OK) {
+    uint64_t t0 = fl_store_clock_ns();
+    uint32_t token = fl_grace_enter(&s->env->grace);
+    fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
+    fl_grace_exit(&s->env->grace, token);
+    atomic_fetch_add_explicit(&s->tier.ns_local, fl_store_clock_ns() - t0, memory_order_relaxed);
+    size_t n_absent = atomic_load(&job.n_absent);
+    if (n_absent)
+      st = fl_remote_fill(s, call, parts, n, start, job.absent, n_absent, changes, policy, miss);
+  }
   if (missing)
     for (uint32_t i = 0; i < n; i++) missing[i] = atomic_load(&miss[i]);
   free(start);
   free(miss);
-  if (atomic_load(&job.failed)) {
+  free(job.absent);
+  free(changes);
+  if (st == FL_OK && atomic_load(&job.failed)) {
     const fl_gather_part *q = &parts[job.fail_query];
     return fl_fail(s, FL_ERR_NOT_FOUND, "%s: table %u '%s': id %llu not found", call, q->t->id,
                    q->t->name, (unsigned long long)job.fail_id);
   }
-  return FL_OK;
+  return st;
 }
 
 fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, uint32_t n,

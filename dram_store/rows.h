@@ -24,8 +24,13 @@
  * every 64-bit value: hence the second word). */
 typedef struct fl_row_head {
   _Atomic uint64_t owner; /* the id this slot holds, or held last */
-  _Atomic uint64_t live;  /* 1 while owner's row is here, 0 once owner was removed */
+  _Atomic uint64_t live;  /* FL_ROW_LIVE while owner's row is here, clear once owner was
+                             removed; FL_ROW_USED: read since the CLOCK hand passed
+                             (local tier of a cluster store only) */
 } fl_row_head;
+
+#define FL_ROW_LIVE 1u
+#define FL_ROW_USED 2u
 
 typedef struct fl_rows {
   size_t row_bytes;          /* bytes of one vector */

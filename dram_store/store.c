@@ -5,7 +5,7 @@
 
 #include "common/half.h"
 #include "common/synthetic.h"
-#include "dram_store/store_impl.h"
+#include "dram_store/remote.h"
 #include "dram_store/synthetic_ids.h"
 
 /* Rows a synthetic fill computes in parallel before writing them. */
@@ -28,8 +28,8 @@ static fl_status fl_check_desc(const fl_table_desc *d, uint32_t i) {
   return FL_OK;
 }
 
-fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
-                          fl_store **out) {
+fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
+                       int cached, fl_store **out) {
   if (!out) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_store_create: out is NULL");
   *out = NULL;
   if (!tables && n_tables)
@@ -55,7 +55,7 @@ fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "fl_store_create: no memory for the store");
   }
   for (uint32_t i = 0; i < n_tables; i++) {
-    if (fl_table_init(&s->tables[i], env, i, &tables[i]) != 0) {
+    if (fl_table_init(&s->tables[i], env, i, &tables[i], cached) != 0) {
       fl_store_destroy(s);
       return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY,
                      "fl_store_create: table %u: no memory for %llu rows of %u elements", i,
@@ -67,8 +67,14 @@ fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32
   return FL_OK;
 }
 
+fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
+                          fl_store **out) {
+  return fl_store_new(tables, n_tables, threads, 0, out);
+}
+
 void fl_store_destroy(fl_store *s) {
   if (!s) return;
+  fl_remote_close(s);
   for (uint32_t i = 0; i < s->n_tables; i++) fl_table_fini(&s->tables[i]);
   free(s->tables);
   fl_workers_destroy(s->workers);
@@ -116,6 +122,12 @@ fl_status fl_store_stats(const fl_store *s, uint32_t table, fl_store_table_stats
   return FL_OK;
 }
 
+fl_status fl_store_local_only(fl_store *s, const char *call) {
+  return fl_fail(s, FL_ERR_UNSUPPORTED,
+                 "%s: the store is over a redis cluster: its local tier holds only part of the "
+                 "model (save a plain store loaded with fl_store_load instead)", call);
+}
+
 /* ---------------------------------------------------------- writes */
 
 void fl_store_notify(fl_store *s, uint32_t table, const uint64_t *ids, size_t n) {
@@ -128,6 +140,7 @@ void fl_store_notify(fl_store *s, uint32_t table, const uint64_t *ids, size_t n)
 fl_status fl_store_upsert_rows(fl_store *s, fl_table *t, const uint64_t *ids, size_t n,
                                const void *vectors) {
   if (n == 0) return FL_OK;
+  if (s->remote) return fl_remote_write(s, t, ids, n, vectors);
   pthread_mutex_lock(&t->write_lock);
   if (fl_table_reserve(t, n) != 0) {
     pthread_mutex_unlock(&t->write_lock);
@@ -161,12 +174,13 @@ fl_status fl_store_remove(fl_store *s, uint32_t table, const uint64_t *ids, size
   if (!s) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_remove: store is NULL");
   fl_table *t = fl_store_table_arg(s, table, "fl_store_remove");
   if (!t) return FL_ERR_INVALID_ARGUMENT;
-  if (t->dense)
+  if (t->desc.id_kind == FL_IDS_DENSE)
     return fl_fail(s, FL_ERR_INVALID_ARGUMENT,
                    "fl_store_remove: table %u '%s' is dense: it holds every id", table, t->name);
   if (n && !ids)
     return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_remove: table %u '%s': ids is NULL",
                    table, t->name);
+  if (s->remote) return n ? fl_remote_write(s, t, ids, n, NULL) : FL_OK;
   size_t removed = 0;
   pthread_mutex_lock(&t->write_lock);
   for (size_t i = 0; i < n; i++) removed += (size_t)fl_table_erase(t, ids[i]);
@@ -195,7 +209,7 @@ static void fl_fill_range(void *ctx, size_t b, size_t e) {
   const fl_table *t = j->t;
   for (size_t i = b; i < e; i++) {
     uint64_t k = j->k0 + i;
-    uint64_t id = t->dense ? k : fl_synthetic_id(t->id, k);
+    uint64_t id = t->desc.id_kind == FL_IDS_DENSE ? k : fl_synthetic_id(t->id, k);
     j->ids[i] = id;
     unsigned char *row = j->vec + i * t->row_bytes;
     for (uint32_t c = 0; c < t->desc.dim; c++) {
@@ -215,8 +229,10 @@ fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed) {
   uint64_t corpus = t->desc.corpus_size;
   fl_fill_job job = {t, seed, 0, malloc(FL_FILL_BATCH * sizeof(uint64_t)),
                      malloc(FL_FILL_BATCH * t->row_bytes)};
+  /* A cluster store writes the rows to the cluster, batch by batch. */
+  int remote = s->remote != NULL;
   pthread_mutex_lock(&t->write_lock);
-  if (!job.ids || !job.vec || fl_table_reserve(t, corpus) != 0) {
+  if (!job.ids || !job.vec || (!remote && fl_table_reserve(t, corpus) != 0)) {
     pthread_mutex_unlock(&t->write_lock);
     free(job.ids);
     free(job.vec);
@@ -224,16 +240,21 @@ fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed) {
                    "fl_store_fill_synthetic: table %u '%s': no memory for %llu rows", table,
                    t->name, (unsigned long long)corpus);
   }
-  for (; job.k0 < corpus; job.k0 += FL_FILL_BATCH) {
+  fl_status st = FL_OK;
+  for (; job.k0 < corpus && st == FL_OK; job.k0 += FL_FILL_BATCH) {
     size_t n = corpus - job.k0 < FL_FILL_BATCH ? (size_t)(corpus - job.k0) : FL_FILL_BATCH;
     fl_workers_for(s->workers, n, 64, fl_fill_range, &job);
-    for (size_t i = 0; i < n; i++) fl_table_put(t, job.ids[i], job.vec + i * t->row_bytes);
+    if (remote) st = fl_remote_put(s, t, job.ids, n, job.vec);
+    else for (size_t i = 0; i < n; i++) fl_table_put(t, job.ids[i], job.vec + i * t->row_bytes);
   }
   pthread_mutex_unlock(&t->write_lock);
   free(job.ids);
   free(job.vec);
-  if (corpus) fl_store_notify(s, table, NULL, 0);
-  return FL_OK;
+  if (!corpus) return st;
+  /* Even a failed cluster fill may have written rows: invalidate. */
+  if (!remote) fl_store_notify(s, table, NULL, 0);
+  fl_status changed = remote ? fl_remote_changed(s, t, NULL, 0) : FL_OK;
+  return st != FL_OK ? st : changed;
 }
 
 /* ---------------------------------------------------------- subscriptions */

@@ -5,11 +5,21 @@
 #define FL_DRAM_STORE_STORE_IMPL_H
 
 #include <pthread.h>
+#include <time.h>
 
 #include "common/error.h"
 #include "common/parallel.h"
 #include "dram_store/store_internal.h"
 #include "dram_store/table.h"
+
+typedef struct fl_remote fl_remote;
+
+/* Where gathers were served (fl_store_tier_stats); relaxed counters. */
+typedef struct fl_tier_counters {
+  _Atomic uint64_t lookups, local_hits, cluster_rows, cluster_missing, cluster_fetches;
+  _Atomic uint64_t evictions, ns_local, ns_cluster;
+  uint64_t commands0, invalidations0, resyncs0; /* the client's counts at the last reset */
+} fl_tier_counters;
 
 typedef struct fl_store_sub {
   fl_store_change_fn fn; /* NULL: slot free */
@@ -24,7 +34,15 @@ struct fl_store {
   pthread_mutex_t subs_lock; /* guards subs; held while callbacks run (serializes them) */
   fl_store_sub *subs;        /* subscriptions, indexed by subscription id */
   int n_subs;                /* entries of subs in use or freed */
+  fl_remote *remote;         /* the cluster tier (remote.h), NULL for a plain store */
+  fl_tier_counters tier;     /* fl_store_tier_stats */
 };
+
+/* A store of n validated tables; `cached`: every table in hashed-slot
+ * storage, as the local tier of a cluster store. FL_OK or the failure
+ * (recorded on NULL). */
+fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
+                       int cached, fl_store **out);
 
 /* The table numbered `table`, or NULL after recording an
  * FL_ERR_INVALID_ARGUMENT message on s that names `call`. */
@@ -34,6 +52,16 @@ fl_table *fl_store_table_arg(fl_store *s, uint32_t table, const char *call);
  * for new ids cannot be made. */
 fl_status fl_store_upsert_rows(fl_store *s, fl_table *t, const uint64_t *ids, size_t n,
                                const void *vectors);
+/* Monotonic nanoseconds, for the tier statistics. */
+static inline uint64_t fl_store_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* FL_ERR_UNSUPPORTED for `call` (save, export) on a cluster store, whose
+ * local tier holds only part of the model. */
+fl_status fl_store_local_only(fl_store *s, const char *call);
 /* Tells subscribers that rows of table t changed (see store_internal.h). */
 void fl_store_notify(fl_store *s, uint32_t table, const uint64_t *ids, size_t n);
 
@@ -57,6 +85,9 @@ fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, ui
  * (refs NULL) or returns the failure, recorded on s. */
 fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_t table,
                               const uint64_t *ids, size_t n, void *out, fl_gather_part *p);
+/* The part holding global row `row` of a gather: the last i with
+ * start[i] <= row (start[0] = 0, n parts). */
+uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row);
 /* Gathers n validated parts on the store's workers inside one grace section;
  * missing (optional) as in fl_store_gather. */
 fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,

@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d) {
+int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d, int cached) {
   memset(t, 0, sizeof *t);
   t->env = env;
   t->id = id;
+  t->cached = cached;
   t->desc = *d;
   t->row_bytes = (size_t)d->dim * fl_dtype_bytes(d->dtype);
   pthread_mutex_init(&t->write_lock, NULL);
@@ -21,12 +22,13 @@ int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_de
   if (!t->name) goto oom;
   strcpy(t->name, name);
   t->desc.name = t->name;
-  if (d->id_kind == FL_IDS_DENSE) {
+  if (d->id_kind == FL_IDS_DENSE && !cached) {
     t->dense = fl_mem_alloc(&env->mem, d->corpus_size * t->row_bytes, 1);
     if (!t->dense && d->corpus_size) goto oom;
     atomic_init(&t->rows, d->corpus_size);
   } else {
-    /* Start small: corpus_size is a guess, and growth is cheap. */
+    /* Start small: corpus_size is a guess (a cached table holds only part
+     * of it), and growth is cheap. */
     uint64_t guess = d->corpus_size < 1024 ? d->corpus_size : 1024;
     atomic_init(&t->index, fl_hindex_new(&env->mem, guess));
     if (!atomic_load(&t->index)) goto oom;
@@ -89,7 +91,7 @@ int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->owner, id, memory_order_relaxed);
-  atomic_store_explicit(&h->live, 1, memory_order_relaxed);
+  atomic_store_explicit(&h->live, FL_ROW_LIVE, memory_order_relaxed);
   memcpy(h + 1, vec, t->row_bytes);
   fl_seq_write_end(s);
   if (fresh) {

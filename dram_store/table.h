@@ -39,13 +39,19 @@ typedef struct fl_table {
   fl_hindex *_Atomic index;   /* hashed: id -> slot; swapped seq_cst on rebuild */
   fl_rows slots;              /* hashed: where the rows live */
   fl_store_env *env;          /* the store's shared state */
+  int cached;                 /* 1: the local tier of a cluster store (remote.h): hashed
+                                 slots whatever the id kind, rows come and go, reads set
+                                 the CLOCK bit */
+  _Atomic uint64_t changes;   /* cluster stores: bumped (under write_lock) by every change
+                                 that drops local rows, so a racing fill drops its rows */
 } fl_table;
 
 /* Bytes of one element of `dtype`. */
 static inline size_t fl_dtype_bytes(fl_dtype dtype) { return dtype == FL_FP16 ? 2 : 4; }
 
-/* 0, or -1 on out of memory (t is then finalized). `d` is validated. */
-int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d);
+/* 0, or -1 on out of memory (t is then finalized). `d` is validated;
+ * `cached` as in fl_table. */
+int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_desc *d, int cached);
 void fl_table_fini(fl_table *t);
 
 /* Index of the first id >= corpus_size of a dense table, or n (hashed: n). */
@@ -112,7 +118,11 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
     live = atomic_load_explicit(&h->live, memory_order_relaxed);
     memcpy(out, h + 1, t->row_bytes);
   } while (fl_seq_read_retry(s, v));
-  return live && owner == id;
+  if (!(live & FL_ROW_LIVE) || owner != id) return 0;
+  /* The CLOCK bit (local_evict.c): set once, outside the seqlock, by an
+   * atomic or that a concurrent write's plain store may undo (harmless). */
+  if (t->cached && !(live & FL_ROW_USED)) atomic_fetch_or(&h->live, FL_ROW_USED);
+  return 1;
 }
 
 /* Reader: copies id's vector into out; 1 when found, 0 when a hashed table

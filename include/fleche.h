@@ -40,7 +40,8 @@ typedef enum fl_status {
   FL_ERR_NO_DEVICE = 6,        /* CUDA backend asked for, no usable GPU */
   FL_ERR_IO = 7,               /* open/read/write of a file failed */
   FL_ERR_FORMAT = 8,           /* a file is truncated, corrupted or foreign */
-  FL_ERR_UNSUPPORTED = 9       /* valid request this build cannot serve */
+  FL_ERR_UNSUPPORTED = 9,      /* valid request this build cannot serve */
+  FL_ERR_UNAVAILABLE = 10      /* a remote tier (Redis Cluster) did not answer in time */
 } fl_status;
 
 /* Static name of a status ("FL_ERR_FORMAT"). Thread-safe. */
@@ -188,6 +189,79 @@ fl_status fl_store_export_npy(fl_store *s, uint32_t table, const char *ids_path,
  * rows) files in `folder`. fp32 tables only. Upserts the rows. */
 fl_status fl_store_import_hugectr(fl_store *s, uint32_t table, const char *folder);
 fl_status fl_store_export_hugectr(fl_store *s, uint32_t table, const char *folder);
+
+/* ------------------------------------------------- store over a Redis Cluster */
+
+/* A store whose full model lives in a Redis Cluster (docs/TIERS.md): the local
+ * DRAM tables become a bounded cache of the cluster's rows (CLOCK eviction
+ * within local_budget_bytes); gathers fetch what the local tier lacks from the
+ * cluster, pipelined per node and batched per hash slot; upserts and removes
+ * write the cluster and invalidate every process's local and cache copies. A
+ * row that cannot be fetched fails the call (FL_ERR_UNAVAILABLE naming node,
+ * slot and key), never a wrong or zero vector. */
+typedef struct fl_cluster_config {
+  const char *seed;            /* any node: "host:port" or "redis://host:port"; non-NULL, copied */
+  const char *ns;              /* key namespace of the model, default "fl"; copied */
+  uint64_t local_budget_bytes; /* vector bytes the local tier may hold, 0 = none (every
+                                  row is fetched), default 0 */
+  uint32_t buckets;            /* hash-tag buckets of a new model (fixed by the model's
+                                  creator, read back by others), default 1024 */
+  uint32_t connect_timeout_ms; /* one connect, default 500 */
+  uint32_t io_timeout_ms;      /* one reply, default 1000 */
+  uint32_t retry_ms;           /* how long a call retries an unreachable slot (failover,
+                                  migration, cluster down) before FL_ERR_UNAVAILABLE,
+                                  default 10000 */
+  uint32_t heartbeat_ms;       /* invalidation channel check period; bounds staleness
+                                  after a lost message (docs/TIERS.md), default 100 */
+} fl_cluster_config;
+
+/* Fills every field with its default (seed NULL). Thread-safe. */
+void fl_cluster_config_default(fl_cluster_config *cfg);
+/* A store over the cluster's model cfg->ns. When the cluster has no such
+ * model yet, it is created with these tables (no rows: dense rows read as
+ * zero, hashed ids as missing); otherwise the tables must equal the model's
+ * (FL_ERR_INVALID_ARGUMENT naming the first difference). FL_ERR_UNAVAILABLE
+ * when the cluster cannot be reached. */
+fl_status fl_store_create_cluster(const fl_table_desc *tables, uint32_t n_tables,
+                                  uint32_t threads, const fl_cluster_config *cfg,
+                                  fl_store **out);
+/* A store over the cluster's existing model cfg->ns, its tables read from
+ * the cluster (FL_ERR_NOT_FOUND when there is none). */
+fl_status fl_store_open_cluster(const fl_cluster_config *cfg, uint32_t threads, fl_store **out);
+/* Changes the local tier's budget (rows over it are evicted by later fills).
+ * FL_ERR_INVALID_ARGUMENT for a store not over a cluster. Thread-safe. */
+fl_status fl_store_set_local_budget(fl_store *s, uint64_t bytes);
+
+/* Called now and then by fl_store_copy: rows of the table copied so far. */
+typedef void (*fl_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/* Copies every row of src's table into dst's table of the same number (same
+ * dim and dtype), e.g. a loaded model into a cluster store: written in
+ * pipelined batches, then one invalidation of the whole table. progress may
+ * be NULL. src's writers wait while it runs. */
+fl_status fl_store_copy(fl_store *dst, fl_store *src, uint32_t table, fl_progress_fn progress,
+                        void *ctx);
+
+/* Where a store's gathers were served: the local DRAM tier or the cluster.
+ * Any store has the local counters; the cluster ones stay 0 without one. */
+typedef struct fl_store_tier_stats {
+  uint64_t lookups;            /* rows asked of the store by gathers */
+  uint64_t local_hits;         /* of which served by the local DRAM tier */
+  uint64_t cluster_rows;       /* rows fetched from the cluster */
+  uint64_t cluster_missing;    /* of which the cluster does not hold (hashed ids) */
+  uint64_t cluster_fetches;    /* gathers that went to the cluster */
+  uint64_t cluster_commands;   /* Redis commands sent (MGET, GET, SET, ...) */
+  uint64_t evictions;          /* rows the local tier dropped to stay in budget */
+  uint64_t invalidations;      /* change messages from other processes applied */
+  uint64_t resyncs;            /* local tier flushes after the change channel broke */
+  uint64_t local_bytes;        /* vector bytes the local tier holds now */
+  uint64_t local_budget_bytes; /* its budget (a plain store: what it holds) */
+  uint64_t model_bytes;        /* the model's vector bytes: corpus sizes x row bytes */
+  double ns_local;             /* wall time of the local tier's lookups */
+  double ns_cluster;           /* wall time of the cluster fetches */
+} fl_store_tier_stats;
+/* Counters since create or the last reset. Thread-safe. */
+fl_status fl_store_tier_stats_get(const fl_store *s, fl_store_tier_stats *out);
+void fl_store_tier_stats_reset(fl_store *s);
 
 /* ---------------------------------------------------------------- cache */
 

@@ -72,6 +72,7 @@ static int run(fl_replay_opts *o) {
   uint64_t mismatches = 0;
   if (s == FL_OK) {
     fl_report_print(stdout, &w, runs, n);
+    for (int i = 0; i < n; i++) fl_tiers_print(stdout, &runs[i].stats, &runs[i].tiers);
     if (o->json) s = fl_report_json(o->json, &w, runs, n);
     if (s == FL_OK && o->plot) s = fl_report_plot(o->plot, runs, n);
     for (int i = 0; i < n; i++) mismatches += runs[i].mismatches;

@@ -38,6 +38,8 @@ typedef struct fl_replay_opts {
   const char *model;        /* .flst file for fl_store_load */
   const char *model_npy;    /* DIR/<table>.ids.npy + DIR/<table>.vectors.npy */
   const char *model_hugectr;/* DIR/<table>/ HugeCTR sparse model folders */
+  const char *store;        /* redis://host:port: the model in a Redis Cluster (docs/TIERS.md) */
+  double dram_budget_pct;   /* with store: local DRAM tier budget, % of the model's bytes */
   int verify;
   const char *json;
   const char *plot;
@@ -64,6 +66,8 @@ typedef struct fl_workload {
   uint64_t model_bytes; /* bytes of vectors in the store */
   uint64_t model_rows;
   const char *model_desc; /* "synthetic" or the model path */
+  fl_store *verify_store; /* --store with --verify: the cluster read directly (no local
+                             tier), the answers' oracle; else NULL (verify reads store) */
 } fl_workload;
 
 /* The trace of the options: the file o->trace, else the Zipf generator
@@ -121,6 +125,7 @@ typedef struct fl_run {
   fl_cache_stats stats;    /* at the end */
   fl_cache_table_stats *tables; /* n_tables entries */
   uint64_t verified, mismatches;
+  fl_store_tier_stats tiers; /* the store's tiers during the run */
 } fl_run;
 
 /* Replays the workload's trace through a new cache of `layout`. */
@@ -132,6 +137,13 @@ double fl_run_percentile(const fl_run *run, double q);       /* of lat_ms */
 
 void fl_report_print(FILE *f, const fl_workload *w, const fl_run *runs, int n_runs);
 fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *runs, int n_runs);
+
+/* Where lookups were served, tier by tier (replay_tiers.c): the cache (when
+ * cache is non-NULL), the store's local DRAM tier and the cluster. */
+void fl_tiers_print(FILE *f, const fl_cache_stats *cache, const fl_store_tier_stats *t);
+/* Opens the cluster store of o->store (docs/TIERS.md) with a local budget of
+ * `budget_pct` % of the model's bytes; errors are printed. */
+fl_status fl_replay_open_cluster(const fl_replay_opts *o, double budget_pct, fl_store **out);
 
 /* ------------------------------------------------------------------ plot */
 

@@ -20,6 +20,7 @@ void fl_replay_opts_default(fl_replay_opts *o) {
   o->admit = -1;
   o->layout = FL_LAYOUT_FLAT;
   o->backend = FL_BACKEND_AUTO;
+  o->dram_budget_pct = 20;
 }
 
 int fl_replay_uses_gpu(const fl_replay_opts *o) {
@@ -71,7 +72,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
       "--admit", "--layout", "--backend", "--threads", "--model", "--model-npy",
-      "--model-hugectr", "--json", "--plot"};
+      "--model-hugectr", "--store", "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
   if (!known) return 0;
@@ -116,6 +117,11 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--exponent")) return double_arg(a, v, 1e-6, &o->exponent);
   if (!strcmp(a, "--switch-exponent")) return double_arg(a, v, 1e-6, &o->switch_exponent);
   if (!strcmp(a, "--budget-pct")) return double_arg(a, v, 1e-9, &o->budget_pct);
+  if (!strcmp(a, "--dram-budget-pct")) {
+    int r = double_arg(a, v, 0, &o->dram_budget_pct);
+    return r > 0 && o->dram_budget_pct > 100 ? bad(a, v, "a percentage in [0, 100]") : r;
+  }
+  if (!strcmp(a, "--store")) return o->store = v, 1;
   if (!strcmp(a, "--admit")) {
     int r = double_arg(a, v, 0, &o->admit);
     return r > 0 && o->admit > 1 ? bad(a, v, "a probability in [0, 1]") : r;
@@ -149,6 +155,10 @@ void fl_replay_print_options(FILE *f) {
       "  --model FILE        a .flst model (fl_store_load)\n"
       "  --model-npy DIR     per table DIR/<table>.ids.npy + DIR/<table>.vectors.npy\n"
       "  --model-hugectr DIR per table DIR/<table>/{key,emb_vector}\n"
+      "  --store URL         the model in a Redis Cluster (redis://host:port, loaded\n"
+      "                      by load_redis; docs/TIERS.md): tables from the cluster\n"
+      "  --dram-budget-pct P with --store: the local DRAM tier holds P % of the\n"
+      "                      model's bytes [20]\n"
       "Cache:\n"
       "  --budget-pct P      cache memory as % of the model's bytes, at least 1 MiB [5]\n"
       "  --budget-bytes N    cache memory in bytes (overrides --budget-pct)\n"

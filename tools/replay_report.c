@@ -131,7 +131,7 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             "\"index_slots\": %llu, \"unified_entries\": %llu,\n"
             "     \"phases_ns\": {\"encode_index\": %.0f, \"hit_copy\": %.0f, \"miss_fetch\": %.0f, "
             "\"admission\": %.0f, \"store_gather\": %.0f, \"admission_wait\": %.0f},\n     \"unique_misses\": %llu,\n"
-            "     \"verified\": %llu, \"mismatches\": %llu,\n     \"per_table\": [",
+            "     \"verified\": %llu, \"mismatches\": %llu,\n",
             i ? "," : "", r->label, r->backend == FL_BACKEND_CUDA ? "cuda" : "host",
             (unsigned long long)r->budget_bytes, (unsigned long long)r->batches,
             (unsigned long long)r->lookups, r->query_s, r->query_s > 0 ? (double)r->lookups / r->query_s : 0,
@@ -144,6 +144,18 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             ns[1], ns[2], ns[3], s->ns_store_gather, s->ns_admission_wait,
             (unsigned long long)s->unique_misses,
             (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+    const fl_store_tier_stats *tr = &r->tiers;
+    fprintf(f, "     \"tiers\": {\"store_lookups\": %llu, \"local_hits\": %llu, \"cluster_rows\": %llu, "
+            "\"cluster_missing\": %llu, \"cluster_fetches\": %llu, \"cluster_commands\": %llu, "
+            "\"ns_local\": %.0f, \"ns_cluster\": %.0f, \"local_bytes\": %llu, "
+            "\"local_budget_bytes\": %llu, \"evictions\": %llu, \"invalidations\": %llu, "
+            "\"resyncs\": %llu},\n     \"per_table\": [",
+            (unsigned long long)tr->lookups, (unsigned long long)tr->local_hits,
+            (unsigned long long)tr->cluster_rows, (unsigned long long)tr->cluster_missing,
+            (unsigned long long)tr->cluster_fetches, (unsigned long long)tr->cluster_commands,
+            tr->ns_local, tr->ns_cluster, (unsigned long long)tr->local_bytes,
+            (unsigned long long)tr->local_budget_bytes, (unsigned long long)tr->evictions,
+            (unsigned long long)tr->invalidations, (unsigned long long)tr->resyncs);
     for (uint32_t t = 0; t < w->n_tables; t++) {
       const fl_cache_table_stats *ts = &r->tables[t];
       fprintf(f, "%s\n       {\"table\": \"%s\", \"lookups\": %llu, \"hits\": %llu, "

@@ -65,7 +65,7 @@ fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, fl_run
   fl_runner *r = calloc(1, sizeof *r);
   if (!r) return FL_ERR_OUT_OF_MEMORY;
   r->cache = c;
-  r->store = w->store;
+  r->store = w->verify_store ? w->verify_store : w->store;
   r->n_tables = w->n_tables;
   r->cuda = fl_cache_backend(c) == FL_BACKEND_CUDA;
   r->verify = verify;
@@ -118,7 +118,8 @@ static fl_status reserve(fl_runner *r, uint32_t t, size_t n) {
   return FL_OK;
 }
 
-/* Compares VERIFY_ROWS evenly spaced answers of every table with the store. */
+/* Compares VERIFY_ROWS evenly spaced answers of every table with the store
+ * (with --store: with the cluster, read by a store without a local tier). */
 static fl_status verify(fl_runner *r, const fl_trace_batch *b) {
   for (uint32_t t = 0; t < r->n_tables; t++) {
     size_t n = b->n[t], rb = r->row_bytes[t];

@@ -1,6 +1,7 @@
 /* replay_setup.c: the workload of a replay: the trace (a file or the embedded
  * Zipf generator), the store holding a row for every id the trace looks up
- * (synthetic vectors or a model file), and caches configured from the options. */
+ * (synthetic vectors, a model file, or a model in a Redis Cluster), and caches
+ * configured from the options. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,9 +130,43 @@ static fl_status fill_table(fl_store *st, uint32_t t, const fl_trace_table *tb,
   return s;
 }
 
+fl_status fl_replay_open_cluster(const fl_replay_opts *o, double budget_pct, fl_store **out) {
+  fl_cluster_config cfg;
+  fl_cluster_config_default(&cfg);
+  cfg.seed = o->store;
+  fl_status s = fl_store_open_cluster(&cfg, o->threads, out);
+  if (s != FL_OK) return fail_store(NULL, s, "opening the cluster store");
+  fl_store_tier_stats ts;
+  s = fl_store_tier_stats_get(*out, &ts);
+  if (s == FL_OK)
+    s = fl_store_set_local_budget(*out, (uint64_t)((double)ts.model_bytes * budget_pct / 100));
+  if (s != FL_OK) return fail_store(*out, s, "sizing the local tier");
+  return FL_OK;
+}
+
+/* --store: the model is the cluster's; with --verify a second store over it
+ * with no local tier checks the answers against the cluster itself. */
+static fl_status open_cluster_store(const fl_replay_opts *o, fl_workload *w) {
+  w->model_desc = o->store;
+  fl_status s = fl_replay_open_cluster(o, o->dram_budget_pct, &w->store);
+  if (s == FL_OK && o->verify) s = fl_replay_open_cluster(o, 0, &w->verify_store);
+  if (s != FL_OK) return s;
+  if (fl_store_num_tables(w->store) != w->n_tables) {
+    fprintf(stderr, "error: the cluster's model has %u tables, the trace %u\n",
+            fl_store_num_tables(w->store), w->n_tables);
+    return FL_ERR_INVALID_ARGUMENT;
+  }
+  fl_store_tier_stats ts;
+  fl_store_tier_stats_get(w->store, &ts);
+  fprintf(stderr, "store: %s, local DRAM tier %.1f MB (%g%% of the model)\n", o->store,
+          (double)ts.local_budget_bytes / 1e6, o->dram_budget_pct);
+  return FL_OK;
+}
+
 static fl_status build_store(const fl_replay_opts *o, fl_workload *w, fl_idset *seen) {
   const fl_trace_table *tb = fl_trace_tables(w->trace);
   fl_status s;
+  if (o->store) return open_cluster_store(o, w);
   if (o->model) {
     w->model_desc = o->model;
     s = fl_store_load(o->model, o->threads, &w->store);
@@ -184,7 +219,7 @@ fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w) {
   w->batches = fl_trace_num_batches(w->trace);
   /* Hashed ids: a first pass finds the ids the store needs rows for (and
    * validates the whole trace before anything is timed). */
-  if (hashed && !o->model) {
+  if (hashed && !o->model && !o->store) {
     double t0 = fl_now();
     s = fl_trace_distinct(w->trace, o->batches, seen, &w->batches, NULL);
     if (s != FL_OK)
@@ -200,8 +235,13 @@ fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w) {
     if (s == FL_OK) {
       for (uint32_t i = 0; i < w->n_tables; i++) {
         fl_store_table_stats ts;
-        if (fl_store_stats(w->store, i, &ts) == FL_OK)
-          w->model_bytes += ts.bytes, w->model_rows += ts.rows;
+        fl_table_desc d;
+        if (fl_store_stats(w->store, i, &ts) != FL_OK || fl_store_table(w->store, i, &d) != FL_OK)
+          continue;
+        /* A cluster store's rows are in the cluster: its tables' corpus. */
+        uint64_t rows = o->store ? d.corpus_size : ts.rows;
+        w->model_rows += rows;
+        w->model_bytes += o->store ? rows * d.dim * (d.dtype == FL_FP16 ? 2 : 4) : ts.bytes;
       }
       fprintf(stderr, "store: %u tables, %llu rows, %.1f MB (%s), built in %.2f s\n", w->n_tables,
               (unsigned long long)w->model_rows, (double)w->model_bytes / 1e6, w->model_desc,
@@ -214,6 +254,7 @@ fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w) {
 }
 
 void fl_workload_close(fl_workload *w) {
+  fl_store_destroy(w->verify_store);
   fl_store_destroy(w->store);
   fl_trace_close(w->trace);
   memset(w, 0, sizeof *w);

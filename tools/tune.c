@@ -118,9 +118,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   fl_tune_result r;
+  fl_store_tier_stats_reset(w.store);
   fl_status s = fl_tune_run(&w, &o, &t, stdout, &r);
   if (s == FL_OK) {
     fl_tune_print(stdout, &r);
+    fl_store_tier_stats tiers;
+    if (fl_store_tier_stats_get(w.store, &tiers) == FL_OK) fl_tiers_print(stdout, NULL, &tiers);
     if (o.json) s = fl_tune_json(o.json, &w, &t, &r);
     if (s == FL_OK && o.plot) s = fl_tune_plot(o.plot, &r);
     if (r.mismatches)

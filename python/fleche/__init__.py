@@ -36,6 +36,7 @@ from .errors import (
     OutOfMemory,
     OutOfRange,
     Unsupported,
+    Unavailable,
 )
 
 __version__ = "0.1.0"
@@ -44,5 +45,5 @@ __all__ = [
     "Cache", "CacheStats", "CacheTableStats", "Store", "StoreTableStats", "Table",
     "Encoding", "TableCode", "cuda_device_count", "synthetic_value", "version", "library_path",
     "Error", "InvalidArgument", "OutOfRange", "NotFound", "OutOfMemory", "CudaError",
-    "NoDevice", "IoError", "FormatError", "Unsupported",
+    "NoDevice", "IoError", "FormatError", "Unsupported", "Unavailable",
 ]

@@ -90,10 +90,16 @@ class Unsupported(Error):
     status = _lib.FL_ERR_UNSUPPORTED
 
 
+class Unavailable(Error):
+    """FL_ERR_UNAVAILABLE: a remote tier (Redis Cluster) did not answer in time."""
+
+    status = _lib.FL_ERR_UNAVAILABLE
+
+
 BY_STATUS: Dict[int, Type[Error]] = {
     cls.status: cls
     for cls in (InvalidArgument, OutOfRange, NotFound, OutOfMemory, CudaError, NoDevice,
-                IoError, FormatError, Unsupported)
+                IoError, FormatError, Unsupported, Unavailable)
 }
 
 
