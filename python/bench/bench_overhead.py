@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Per-query overhead of Cache.query over the raw fl_query call.
 
-Same cache, same all-hit batch, three ways, each followed by a synchronize of
+Same cache, same all-hit batch, four ways, each followed by a synchronize of
 the query's stream (timed too):
   c          fl_query through ctypes with argument structs built once (the "C call")
+  prepared   PreparedQuery.run() of cache.prepare(ids, out=preallocated outputs):
+             the serving loop's path, buffers checked and bound once
   query_out  Cache.query(ids, out=preallocated outputs)
   query_new  Cache.query(ids), which allocates the outputs (torch.empty, ...)
 The overhead of a variant is its p50 minus the C call's p50. Rounds alternate
@@ -39,7 +41,7 @@ except ImportError:  # run from the checkout: the package source, with FLECHE_LI
     import fleche
 from fleche import _lib
 
-VARIANTS = ("c", "query_out", "query_new")
+VARIANTS = ("c", "prepared", "query_out", "query_new")
 DIM = 16
 CORPUS = 50_000
 
@@ -78,6 +80,12 @@ class Arrays:
             return self.mod.empty((n, dim), dtype=self.mod.float32, device=self.device)
         return self.mod.empty((n, dim), dtype=np.float32)
 
+    def zero(self, x: Any) -> None:
+        if self.kind == "torch":
+            x.zero_()
+        else:
+            x.fill(0)
+
     def pointer(self, x: Any) -> int:
         if self.kind == "torch":
             return x.data_ptr()
@@ -95,7 +103,7 @@ def percentile_us(ns: List[int], q: float) -> float:
 
 def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int, warmup: int,
                rounds: int, seed: int) -> Dict[str, Any]:
-    """Times the three variants on an all-hit batch of `tables` tables of n ids."""
+    """Times the variants on an all-hit batch of `tables` tables of n ids."""
     rng = np.random.default_rng(seed)
     names = [f"t{j}" for j in range(tables)]
     ids_np = {name: rng.integers(0, CORPUS, n).astype(np.uint64) for name in names}
@@ -110,8 +118,10 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
         if raw(ptr, qs, tables, handle) != 0:
             raise fleche.Error(_lib.lib.fl_cache_last_error(ptr).decode())
 
+    prepared = cache.prepare(ids, out=outs)
     calls: Dict[str, Callable[[], Any]] = {
         "c": c_call,
+        "prepared": prepared.run,
         "query_out": lambda: cache.query(ids, out=outs),
         "query_new": lambda: cache.query(ids),
     }
@@ -126,13 +136,16 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
     if after.misses != before.misses:
         raise SystemExit(f"{tables}x{n}: the batch is not all hits "
                          f"({after.misses - before.misses} misses); raise the budget")
-    c_call()
-    arr.sync()
-    for name in names:  # the three variants give the same answer
-        want = cache.store.gather(name, ids_np[name])
-        if not (np.array_equal(arr.host(outs[name]), want)
-                and np.array_equal(arr.host(new[name]), want)):
-            raise SystemExit(f"{tables}x{n}: wrong answer for {name}")
+    for check in (c_call, prepared.run):  # every variant gives the same answer
+        for o in outs.values():
+            arr.zero(o)
+        check()
+        arr.sync()
+        for name in names:
+            want = cache.store.gather(name, ids_np[name])
+            if not (np.array_equal(arr.host(outs[name]), want)
+                    and np.array_equal(arr.host(new[name]), want)):
+                raise SystemExit(f"{tables}x{n}: wrong answer for {name}")
     total: Dict[str, List[int]] = {v: [] for v in VARIANTS}
     ret: Dict[str, List[int]] = {v: [] for v in VARIANTS}
     sync, clock = arr.sync, time.perf_counter_ns
@@ -145,7 +158,8 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
     gc.disable()
     try:
         for r in range(rounds):
-            order = VARIANTS[r % 3:] + VARIANTS[:r % 3]
+            k = r % len(VARIANTS)
+            order = VARIANTS[k:] + VARIANTS[:k]
             for v in order:
                 call, tt, rr = calls[v], total[v], ret[v]
                 for _ in range(per_round):

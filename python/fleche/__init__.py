@@ -16,6 +16,7 @@ from ._core import (
     Cache,
     CacheStats,
     CacheTableStats,
+    PreparedQuery,
     Store,
     StoreTableStats,
     Table,
@@ -42,7 +43,7 @@ from .errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cache", "CacheStats", "CacheTableStats", "Store", "StoreTableStats", "Table",
+    "Cache", "CacheStats", "CacheTableStats", "PreparedQuery", "Store", "StoreTableStats", "Table",
     "Encoding", "TableCode", "cuda_device_count", "synthetic_value", "version", "library_path",
     "Error", "InvalidArgument", "OutOfRange", "NotFound", "OutOfMemory", "CudaError",
     "NoDevice", "IoError", "FormatError", "Unsupported", "Unavailable",

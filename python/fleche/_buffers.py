@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint64, c_void_p
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -95,13 +95,26 @@ def _dlpack_stream(handle: int) -> int:
     return handle or _DL_STREAM_LEGACY
 
 
+def dlpack_order(obj: Any, what: str, stream: int) -> Any:
+    """obj.__dlpack__(stream=...): the producer makes `stream` wait for the
+    work pending on its current stream (DLPack stream semantics). Returns the
+    capsule; a prepared query calls it at each run for the ordering alone."""
+    try:
+        return obj.__dlpack__(stream=_dlpack_stream(stream))
+    except (TypeError, ValueError, RuntimeError, BufferError) as e:
+        raise InvalidArgument(f"{what}: __dlpack__ failed: {e}") from e
+
+
+def from_capsule(v: View) -> bool:
+    """Whether view v was read from a CUDA DLPack capsule (its owner): its
+    producer orders its pending work only through __dlpack__(stream)."""
+    return type(v[5]).__name__ == "PyCapsule"
+
+
 def _capsule_view(obj: Any, what: str, stream: int) -> View:
     """The view of a CUDA DLPack object, read from its capsule. The producer
     makes `stream` wait for its pending work (DLPack stream semantics)."""
-    try:
-        capsule = obj.__dlpack__(stream=_dlpack_stream(stream))
-    except (TypeError, ValueError, RuntimeError, BufferError) as e:
-        raise InvalidArgument(f"{what}: __dlpack__ failed: {e}") from e
+    capsule = dlpack_order(obj, what, stream)
     try:
         managed = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
     except ValueError as e:  # a capsule of another name (a versioned one, or used)
@@ -234,17 +247,23 @@ def stream_handle(stream: Any) -> Optional[int]:
         f"got {type(stream).__name__}")
 
 
-def current_stream(obj: Any, device: int) -> Optional[int]:
-    """The current stream of the framework of `obj` on `device`, as an int:
-    torch's for torch CUDA tensors, CuPy's for CuPy arrays; None for others."""
+def stream_source(obj: Any, device: int) -> Optional[Callable[[], int]]:
+    """A function returning the current stream of the framework of `obj` on
+    `device`, as an int: torch's for torch CUDA tensors, CuPy's for CuPy
+    arrays; None for other objects (they have no current stream). Which
+    function depends on the kind of `obj` only, so a prepared query picks it
+    once and calls it at each run."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
-        return _torch_stream(torch, device) if obj.is_cuda else None
+        return (lambda: _torch_stream(torch, device)) if obj.is_cuda else None
     if type(obj).__module__.startswith("cupy"):
         import cupy  # noqa: PLC0415 (present: obj is a CuPy array)
 
-        with cupy.cuda.Device(device):
-            return int(cupy.cuda.get_current_stream().ptr)
+        def cupy_stream() -> int:
+            with cupy.cuda.Device(device):
+                return int(cupy.cuda.get_current_stream().ptr)
+
+        return cupy_stream
     return None
 
 

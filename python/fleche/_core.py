@@ -8,13 +8,13 @@ import sys
 import weakref
 from array import array
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 import numpy as np
 
 from . import _lib
-from ._buffers import (HOST, current_stream, empty_like, ids_view, stream_handle, torch_order,
-                       vectors_view)
+from ._buffers import (HOST, dlpack_order, empty_like, from_capsule, ids_view, stream_handle,
+                       stream_source, torch_order, vectors_view)
 from ._handle import Handle
 from .errors import InvalidArgument, from_status
 
@@ -516,7 +516,8 @@ class Cache(_Owner):
 
         Nothing is copied in Python: C reads the ids and writes the outputs in
         place, and runs without the GIL, so queries from several Python
-        threads run in parallel.
+        threads run in parallel. A serving loop over fixed buffers saves the
+        checks of every call with prepare().
 
         Args:
             queries: table (name or index) -> ids. Ids are uint64 or int64 (bits
@@ -546,6 +547,47 @@ class Cache(_Owner):
             (missing="error"), and the other fleche.Error subclasses with the
             library's message.
         """
+        b = self._bind(queries, out, stream)
+        self._launch(b, b.handle)
+        return b.result
+
+    def prepare(self, queries: Mapping[TableRef, Any],
+                out: Optional[Mapping[TableRef, Any]] = None) -> "PreparedQuery":
+        """Binds fixed ids and output buffers once, for a serving loop that
+        refills the ids in place and runs the same query again and again
+        (like TensorRT bindings or a CUDA graph's buffers).
+
+        Every check of query() is done here, once, with the same exceptions;
+        missing outputs are allocated here as query() would allocate them (for
+        torch outputs, on torch's current stream now). PreparedQuery.run()
+        then only orders the streams and calls fl_query.
+
+        Between runs the caller may change the contents of the ids (fill them
+        in place: ids[:] = ..., ids.copy_(...)), never their address, shape,
+        dtype or device (no resize, no rebinding of the name to a new array:
+        C would read the old buffer). Keep one PreparedQuery per thread: its
+        outputs are overwritten by each run.
+
+        Args:
+            queries: table -> ids, as for query().
+            out: optional table -> output, as for query().
+        Returns:
+            a PreparedQuery holding the buffers (they stay alive with it).
+        Raises:
+            InvalidArgument (bad table, dtype, shape, layout, device; the cache
+            is closed) and Unsupported, as query() does, before C is called.
+        """
+        if self._h.closed:
+            raise InvalidArgument("the cache is closed")
+        return PreparedQuery(self, self._bind(queries, out, None), queries)
+
+    def _bind(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]],
+              stream: Any) -> "_Binding":
+        """The checks of a query, shared by query() and prepare(): checks every
+        ids and output array (allocating the outputs when `out` is None) and
+        builds the fl_query arguments. `stream` is query()'s argument: it
+        decides the stream (b.handle) that DLPack producers order their pending
+        work before and that CuPy outputs are allocated on."""
         if type(queries) is not dict and not isinstance(queries, Mapping):  # (dict: faster)
             raise InvalidArgument(f"query: expected a mapping of table -> ids, got "
                                   f"{type(queries).__name__}")
@@ -553,12 +595,14 @@ class Cache(_Owner):
             raise InvalidArgument(f"query out: expected a mapping of table -> array, got "
                                   f"{type(out).__name__}")
         handle = stream_handle(stream)
+        source = self._stream_source(queries, out) if self._backend == "cuda" else None
         if handle is None:
-            handle = self._default_stream(queries, out) if self._backend == "cuda" else 0
+            handle = source() if source is not None else 0
         torch = sys.modules.get("torch")
         tensor = torch.Tensor if torch is not None else _NoTensor
         words: List[int] = []  # the fl_table_query entries, _lib.QUERY_WORDS words each
-        owners: List[Any] = []  # keep the arrays (or DLPack capsules) alive until C returns
+        owners: List[Any] = []  # keep the arrays (or DLPack capsules) alive while C uses them
+        dlpack: List[Tuple[Any, str]] = []  # CUDA DLPack objects, for their stream order
         result: Dict[TableRef, Any] = {}
         torch_device = False
         for key, ids in queries.items():
@@ -579,26 +623,36 @@ class Cache(_Owner):
             if iv[3] != HOST or ov[3] != HOST:
                 self._check_devices(key, iv[3], ov[3])
                 torch_device = torch_device or isinstance(ids, tensor) or isinstance(o, tensor)
+            if from_capsule(iv):
+                dlpack.append((ids, what_ids))
+            if from_capsule(ov):
+                dlpack.append((o, what_out))
             words += (i, iv[0], n, ov[0])
             owners += (iv[5], ov[5])
             result[key] = o
         if out is not None and len(out) != len(result):
             extra = [key for key in out if key not in queries]
             raise InvalidArgument(f"query out: outputs for tables not queried: {extra}")
-        if torch_device:
+        allocated = ([o for o in result.values() if isinstance(o, tensor) and o.is_cuda]
+                     if torch_device and out is None else [])
+        return _Binding(array("Q", words), result, owners, handle, source, torch_device,
+                        dlpack, allocated)
+
+    def _launch(self, b: "_Binding", handle: int) -> None:
+        """Runs a bound query on stream `handle`: makes it wait for torch's
+        current stream when the two differ (record_stream of the outputs
+        fleche allocated, once per stream), then one fl_query, GIL released."""
+        if b.torch_device:
             consumer = torch_order(handle, self._device)
-            if consumer is not None and out is None:
-                for o in result.values():  # torch's allocator may reuse them only after `stream`
-                    if isinstance(o, tensor) and o.is_cuda:
-                        o.record_stream(consumer)
-        qs = array("Q", words)
+            if consumer is not None and b.allocated and handle not in b.recorded:
+                for o in b.allocated:  # torch's allocator may reuse them only after `handle`
+                    o.record_stream(consumer)
+                b.recorded.add(handle)
         ptr = self._h.enter()
         try:
-            self._check(L.fl_query(ptr, qs.buffer_info()[0], len(result), handle), ptr)
+            self._check(L.fl_query(ptr, b.address, b.count, handle), ptr)
         finally:
             self._h.leave()
-        del owners
-        return result
 
     def _key_info(self, key: TableRef) -> Tuple[int, int, str, str, str]:
         """(index, dim, dtype name, ids label, out label) of a table key, cached
@@ -610,16 +664,17 @@ class Cache(_Owner):
             self._keys[key] = info
         return info
 
-    def _default_stream(self, queries: Mapping[TableRef, Any],
-                        out: Optional[Mapping[TableRef, Any]]) -> int:
-        """The stream of query(stream=None): the current stream of the framework
-        of the first ids (or, for host ids, of the first output), else 0."""
+    def _stream_source(self, queries: Mapping[TableRef, Any],
+                       out: Optional[Mapping[TableRef, Any]]) -> Optional[Callable[[], int]]:
+        """What gives the stream of stream=None: the current stream of the
+        framework of the first ids (or, for host ids, of the first output);
+        None: the legacy default stream, 0."""
         for arrays in (queries, out or {}):
             first = next(iter(arrays.values()), None)
-            handle = current_stream(first, self._device) if first is not None else None
-            if handle is not None:
-                return handle
-        return 0
+            source = stream_source(first, self._device) if first is not None else None
+            if source is not None:
+                return source
+        return None
 
     def _check_devices(self, key: TableRef, *devices: int) -> None:
         """Device arrays need the CUDA backend, on the cache's device."""
@@ -676,3 +731,118 @@ class Cache(_Owner):
         state = "closed" if self.closed else self._backend
         return f"<fleche.Cache {state} over {self._store!r}>"
 
+
+
+class _Binding:
+    """The checked buffers of one query and its fl_query arguments
+    (Cache._bind): built at each Cache.query call, once for all the runs of a
+    PreparedQuery."""
+
+    __slots__ = ("words", "address", "count", "result", "owners", "handle", "source",
+                 "torch_device", "dlpack", "allocated", "recorded")
+
+    def __init__(self, words: array, result: Dict[TableRef, Any], owners: List[Any],
+                 handle: int, source: Optional[Callable[[], int]], torch_device: bool,
+                 dlpack: List[Tuple[Any, str]], allocated: List[Any]) -> None:
+        self.words = words  # the fl_table_query array, _lib.QUERY_WORDS words a table; never resized
+        self.address: int = words.buffer_info()[0]  # its address, what fl_query gets
+        self.count = len(result)  # tables in the query
+        self.result = result  # table key -> output, in the caller's order
+        self.owners = owners  # arrays or DLPack capsules: alive as long as the binding
+        self.handle = handle  # the stream of the bind: query()'s stream
+        self.source = source  # the stream of stream=None at a run (None: 0)
+        self.torch_device = torch_device  # a torch tensor in device memory: torch_order
+        self.dlpack = dlpack  # (object, label) read from CUDA DLPack capsules
+        self.allocated = allocated  # torch CUDA outputs fleche allocated (record_stream)
+        self.recorded: Set[int] = set()  # the streams `allocated` has recorded
+
+
+class PreparedQuery:
+    """A query with its buffers bound once (Cache.prepare): run() costs one
+    fl_query and the stream ordering, none of query()'s checks.
+
+        q = cache.prepare({"user": ids}, out={"user": vecs})   # or out=None: allocated here
+        for batch in batches:
+            ids[:] = batch                 # refill in place: same address, shape, dtype
+            q.run()                        # writes q.outputs["user"] (here: vecs)
+
+    The prepared query keeps its ids and outputs alive. One thread at a time
+    runs it (the outputs are shared by its runs); give each thread its own.
+    Use it as a context manager, or call close(), to release the buffers.
+    """
+
+    def __init__(self, cache: Cache, binding: _Binding, queries: Mapping[TableRef, Any]) -> None:
+        self._cache = cache
+        self._b: Optional[_Binding] = binding
+        self._ids = dict(queries)
+
+    @property
+    def cache(self) -> Cache:
+        """The cache this query runs on."""
+        return self._cache
+
+    @property
+    def ids(self) -> Dict[TableRef, Any]:
+        """Table key -> the bound ids (fill these in place between runs)."""
+        return self._ids
+
+    @property
+    def outputs(self) -> Dict[TableRef, Any]:
+        """Table key -> the bound outputs, in the order of the ids: the `out`
+        arrays given to prepare(), or the ones it allocated. run() returns
+        this same dict."""
+        return self._binding().result
+
+    @property
+    def closed(self) -> bool:
+        return self._b is None
+
+    def _binding(self) -> _Binding:
+        b = self._b
+        if b is None:
+            raise InvalidArgument("the prepared query is closed")
+        return b
+
+    def run(self, stream: Any = None) -> Dict[TableRef, Any]:
+        """Looks up the current contents of the bound ids into the bound
+        outputs (one fl_query, GIL released).
+
+        Args:
+            stream: as for Cache.query: an int cudaStream_t, a
+                torch.cuda.Stream or a cupy.cuda.Stream; None: the current
+                stream of the arrays' framework now (torch's, CuPy's), else 0.
+                Work pending on the arrays' current stream is ordered before
+                the call. The host backend ignores it.
+        Returns:
+            the outputs (the same dict and arrays at every run). Device
+            outputs are complete when the stream reaches the point of this
+            call; host outputs are complete on return.
+        Raises:
+            InvalidArgument (this query or its cache is closed, a bad stream),
+            OutOfRange (a dense id >= corpus size), NotFound (missing="error"),
+            and the other fleche.Error subclasses with the library's message.
+        """
+        b = self._binding()
+        if stream is None:
+            handle = b.source() if b.source is not None else 0
+        else:
+            handle = stream_handle(stream)
+        for obj, what in b.dlpack:
+            dlpack_order(obj, what, handle)
+        self._cache._launch(b, handle)
+        return b.result
+
+    def close(self) -> None:
+        """Releases the buffers (idempotent); later runs raise InvalidArgument."""
+        self._b = None
+        self._ids = {}
+
+    def __enter__(self) -> "PreparedQuery":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._b is None else f"{len(self._ids)} tables"
+        return f"<fleche.PreparedQuery {state} on {self._cache!r}>"

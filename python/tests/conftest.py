@@ -1,6 +1,7 @@
 """Fixtures: stores of dense and hashed tables, fp32 and fp16, on the host backend."""
 
-from typing import Iterator
+import threading
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -53,3 +54,33 @@ def random_ids(rng: np.random.Generator, t: fleche.Table, n: int, miss_fraction:
     misses = rng.random(n) < miss_fraction
     ids[misses] = rng.integers(0, 2**63, int(misses.sum()), dtype=np.int64).astype(np.uint64) | np.uint64(1 << 63)
     return ids
+
+
+def in_four_threads(store: fleche.Store,
+                    work: Callable[[fleche.Cache, np.random.Generator], None]) -> fleche.CacheStats:
+    """Runs work(cache, rng) on 4 threads started together, over one small cache
+    (evictions happen too); re-raises the first error, checks that the counters
+    add up, and returns the cache's statistics."""
+    with fleche.Cache(store, backend="host", budget_bytes=256 << 10, host_threads=2,
+                      admit_probability=0.5) as cache:
+        errors = []
+        barrier = threading.Barrier(4)
+
+        def worker(seed: int) -> None:
+            try:
+                rng = np.random.default_rng(seed)
+                barrier.wait()
+                work(cache, rng)
+            except BaseException as e:  # reported by the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        st = cache.stats()
+        assert st.lookups == st.hits + st.dram_hits + st.misses
+        assert st.hits > 0 and st.evictions > 0
+        return st

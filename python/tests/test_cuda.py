@@ -349,3 +349,123 @@ def test_host_and_device_memory_mixed(store, gcache, c_calls):
     got = gcache.query({"user": ids_np})["user"]  # NumPy in: NumPy out
     assert isinstance(got, np.ndarray)
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------ (g) prepared queries
+
+
+def test_prepared_torch_cpu_on_the_host_backend(store, cache):
+    rng = np.random.default_rng(31)
+    ids = as_torch(np.zeros(32, np.uint64))
+    q = cache.prepare({"item": ids})
+    out = q.outputs["item"]
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float16
+    for _ in range(3):
+        want = random_ids(rng, store.table("item"), 32, 0.2)
+        ids.copy_(as_torch(want))
+        assert q.run()["item"] is out
+        np.testing.assert_array_equal(out.numpy(), store.gather("item", want))
+
+
+@needs_cuda
+@pytest.mark.parametrize("with_out", [False, True])
+def test_prepared_cuda_tensors_match_the_store(store, gcache, c_calls, with_out):
+    rng = np.random.default_rng(32)
+    n = {t.name: int(rng.integers(1, 300)) for t in store.tables}
+    ids = {name: torch.zeros(k, dtype=torch.int64, device=DEV) for name, k in n.items()}
+    outs = ({name: torch.full((k, store.table(name).dim), float("nan"), device=DEV,
+                              dtype=TORCH_DTYPES[store.table(name).dtype])
+             for name, k in n.items()} if with_out else None)
+    q = gcache.prepare(ids, out=outs)
+    got = q.outputs
+    if with_out:
+        assert all(got[name] is outs[name] for name in n)
+    ptrs = {name: o.data_ptr() for name, o in got.items()}
+    spans_want = [(store.table_index(name), ids[name].data_ptr(), k, ptrs[name])
+                  for name, k in n.items()]
+    for _ in range(4):  # refilled in place: misses, admissions, then hits
+        want = {t.name: random_ids(rng, t, n[t.name], 0.2) for t in store.tables}
+        for name, a in want.items():
+            ids[name].copy_(as_torch(a, DEV))  # a kernel on torch's current stream
+        res = q.run()
+        assert res is got
+        spans, stream = c_calls[-1]
+        assert spans == spans_want  # the tensors' own pointers: no host copy
+        assert stream == torch.cuda.current_stream(DEV).cuda_stream
+        for name, a in want.items():
+            o = res[name]
+            assert isinstance(o, torch.Tensor) and o.device == ids[name].device
+            assert o.data_ptr() == ptrs[name]
+            np.testing.assert_array_equal(numpy_of(o), store.gather(name, a))
+        gcache.sync()
+    st = gcache.stats()
+    assert st.misses > 0 and st.admissions > 0 and st.hits > 0
+
+
+@needs_cuda
+@pytest.mark.parametrize("how", ["argument", "context"])
+def test_prepared_on_a_torch_stream(store, gcache, c_calls, how):
+    rng = np.random.default_rng(33)
+    ids = torch.zeros(200, dtype=torch.int64, device=DEV)
+    q = gcache.prepare({"user": ids})  # outputs allocated on torch's current stream
+    ptr = q.outputs["user"].data_ptr()
+    s = torch.cuda.Stream(device=DEV)
+    for _ in range(3):
+        want = rng.integers(0, 1000, 200).astype(np.uint64)
+        ids.copy_(as_torch(want, DEV))  # pending on torch's current stream: s must wait for it
+        if how == "argument":
+            got = q.run(stream=s)["user"]
+        else:
+            with torch.cuda.stream(s):
+                got = q.run()["user"]
+        assert c_calls[-1][1] == s.cuda_stream
+        s.synchronize()
+        assert got.data_ptr() == ptr
+        np.testing.assert_array_equal(numpy_of(got), store.gather("user", want))
+    gcache.sync()
+
+
+@needs_cuda
+def test_prepared_bad_cuda_inputs_fail_at_prepare(gcache, c_calls):
+    ids = torch.tensor([1, 2, 3], device=DEV)
+    with pytest.raises(fleche.InvalidArgument, match="int32"):
+        gcache.prepare({"user": ids.to(torch.int32)})
+    with pytest.raises(fleche.InvalidArgument, match="C-contiguous"):
+        gcache.prepare({"user": torch.arange(10, device=DEV)[::2]})
+    with pytest.raises(fleche.InvalidArgument, match="float16"):
+        gcache.prepare({"user": ids},
+                       out={"user": torch.empty((3, 16), dtype=torch.float16, device=DEV)})
+    with pytest.raises(fleche.InvalidArgument, match="pass out="):
+        gcache.prepare({"user": DLPackOnly(ids)})
+    assert not c_calls
+
+
+class StreamSpy(DLPackOnly):
+    """DLPackOnly that records the streams __dlpack__ is asked to order."""
+
+    def __init__(self, a) -> None:
+        super().__init__(a)
+        self.streams = []
+
+    def __dlpack__(self, stream=None, **kw):
+        self.streams.append(stream)
+        return super().__dlpack__(stream=stream, **kw)
+
+
+@needs_cuda
+def test_prepared_dlpack_objects_order_each_run(store, gcache, c_calls):
+    ids_t = torch.zeros(4, dtype=torch.int64, device=DEV)
+    out_t = torch.empty((4, 16), device=DEV)
+    ids, out = StreamSpy(ids_t), StreamSpy(out_t)
+    q = gcache.prepare({"user": ids}, out={"user": out})
+    s = torch.cuda.Stream(device=DEV)
+    for k in range(2):
+        want = np.array([5, 6, 7, 5 + k], np.uint64)
+        ids_t.copy_(as_torch(want, DEV))
+        assert q.run(stream=s)["user"] is out
+        assert ids.streams[-1] == out.streams[-1] == s.cuda_stream
+        (_, ids_ptr, _, out_ptr), = c_calls[-1][0]
+        assert ids_ptr == ids_t.data_ptr() and out_ptr == out_t.data_ptr()
+        s.synchronize()
+        np.testing.assert_array_equal(numpy_of(out_t), store.gather("user", want))
+    assert len(ids.streams) == 3  # prepare, then one a run
