@@ -21,6 +21,8 @@ int fl_pool_init(fl_pool *p, uint64_t base, uint64_t bytes, const uint32_t *slot
   p->page_bytes = fl_pool_page_bytes(max_slot);
   /* A region smaller than one page is one page of whole slots. */
   if (bytes < p->page_bytes) p->page_bytes = bytes / max_slot * max_slot;
+  if (p->page_bytes > 1 && (p->page_bytes & (p->page_bytes - 1)) == 0)
+    p->page_shift = (uint32_t)__builtin_ctzll(p->page_bytes);
   p->pages = p->page_bytes ? bytes / p->page_bytes : 0;
   p->bytes = p->pages * p->page_bytes;
   p->base = base;
@@ -45,6 +47,14 @@ void fl_pool_destroy(fl_pool *p) {
   free(p->page_live);
   free(p->free_pages);
   memset(p, 0, sizeof *p);
+}
+
+/* The page of a slab address: a shift for the usual power-of-two pages (a
+ * 64-bit division per slot cost more than the rest of an allocation), a
+ * division for a region smaller than one page. */
+static inline uint64_t page_of(const fl_pool *p, uint64_t addr) {
+  uint64_t off = addr - p->base;
+  return p->page_shift ? off >> p->page_shift : off / p->page_bytes;
 }
 
 /* Hands a fresh page to class cls and stacks its slots. */
@@ -80,7 +90,7 @@ uint64_t fl_pool_alloc(fl_pool *p, uint32_t cls) {
   c->used++;
   p->used_bytes += c->slot_bytes;
   uint64_t addr = c->free[--c->n_free];
-  p->page_live[(addr - p->base) / p->page_bytes]++;
+  p->page_live[page_of(p, addr)]++;
   return addr;
 }
 
@@ -90,12 +100,20 @@ uint64_t fl_pool_alloc_n(fl_pool *p, uint32_t cls, uint64_t n, uint64_t *out) {
   while (got < n) {
     if (c->n_free == 0 && !grow_class(p, cls)) break;
     uint64_t k = n - got < c->n_free ? n - got : c->n_free;
-    /* The top k of the stack, in pop order. */
+    /* The top k of the stack, in pop order. Neighbours on the stack are
+     * mostly of one page: its live count is added once per run. */
+    uint64_t run_page = 0, run = 0;
     for (uint64_t i = 0; i < k; i++) {
-      uint64_t addr = c->free[c->n_free - 1 - i];
+      uint64_t addr = c->free[c->n_free - 1 - i], page = page_of(p, addr);
       out[got + i] = addr;
-      p->page_live[(addr - p->base) / p->page_bytes]++;
+      if (page != run_page && run) {
+        p->page_live[run_page] += (uint32_t)run;
+        run = 0;
+      }
+      run_page = page;
+      run++;
     }
+    if (run) p->page_live[run_page] += (uint32_t)run;
     c->n_free -= k;
     got += k;
   }
@@ -105,7 +123,7 @@ uint64_t fl_pool_alloc_n(fl_pool *p, uint32_t cls, uint64_t n, uint64_t *out) {
 }
 
 void fl_pool_free(fl_pool *p, uint64_t addr) {
-  uint64_t page = (addr - p->base) / p->page_bytes;
+  uint64_t page = page_of(p, addr);
   fl_slab_class *c = &p->classes[p->page_class[page]];
   /* The stack has room: every slot of the class's pages fits in it. */
   c->free[c->n_free++] = addr;
@@ -120,7 +138,7 @@ void fl_pool_compact(fl_pool *p) {
     fl_slab_class *c = &p->classes[k];
     uint64_t keep = 0;
     for (uint64_t i = 0; i < c->n_free; i++)
-      if (p->page_live[(c->free[i] - p->base) / p->page_bytes] != 0) c->free[keep++] = c->free[i];
+      if (p->page_live[page_of(p, c->free[i])] != 0) c->free[keep++] = c->free[i];
     c->n_free = keep;
   }
   for (uint64_t page = 0; page < p->pages; page++) {

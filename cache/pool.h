@@ -26,6 +26,7 @@ typedef struct fl_pool {
   uint64_t base;         /* region start address */
   uint64_t bytes;        /* region size, pages * page_bytes */
   uint64_t page_bytes;   /* page size, a multiple of 16 */
+  uint32_t page_shift;   /* log2(page_bytes) when a power of two, else 0 (pool.c page_of) */
   uint64_t pages;        /* pages in the region */
   uint64_t pages_used;   /* pages handed to classes */
   uint32_t *page_class;  /* class of each handed-out page, FL_PAGE_FREE if none */
