@@ -30,7 +30,8 @@ static void on_progress(void *ctx, uint64_t done, uint64_t table_total) {
 
 static void usage(FILE *f) {
   fputs("usage: load_redis --store redis://HOST:PORT [TRACE] [options]\n"
-        "Loads a model into the Redis Cluster at HOST:PORT (namespace fl): --model FILE.flst,\n"
+        "Loads a model into the Redis Cluster at HOST:PORT (namespace --store-ns, default fl):\n"
+        "--model FILE.flst,\n"
         "or the model replay builds for TRACE (or its embedded workload) from the options.\n",
         f);
   fl_replay_print_options(f);
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
   fl_cluster_config cfg;
   fl_cluster_config_default(&cfg);
   cfg.seed = target;
+  if (o.store_ns) cfg.ns = o.store_ns;
   fl_store *dst = NULL;
   s = d ? fl_store_create_cluster(d, n, o.threads, &cfg, &dst) : FL_ERR_OUT_OF_MEMORY;
   if (s != FL_OK)

@@ -39,6 +39,7 @@ typedef struct fl_replay_opts {
   const char *model_npy;    /* DIR/<table>.ids.npy + DIR/<table>.vectors.npy */
   const char *model_hugectr;/* DIR/<table>/ HugeCTR sparse model folders */
   const char *store;        /* redis://host:port: the model in a Redis Cluster (docs/TIERS.md) */
+  const char *store_ns;     /* with store: the model's key namespace, NULL: the default */
   double dram_budget_pct;   /* with store: local DRAM tier budget, % of the model's bytes */
   int verify;
   const char *json;

@@ -72,7 +72,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
       "--admit", "--layout", "--backend", "--threads", "--model", "--model-npy",
-      "--model-hugectr", "--store", "--dram-budget-pct", "--json", "--plot"};
+      "--model-hugectr", "--store", "--store-ns", "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
   if (!known) return 0;
@@ -122,6 +122,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
     return r > 0 && o->dram_budget_pct > 100 ? bad(a, v, "a percentage in [0, 100]") : r;
   }
   if (!strcmp(a, "--store")) return o->store = v, 1;
+  if (!strcmp(a, "--store-ns")) return o->store_ns = v, 1;
   if (!strcmp(a, "--admit")) {
     int r = double_arg(a, v, 0, &o->admit);
     return r > 0 && o->admit > 1 ? bad(a, v, "a probability in [0, 1]") : r;
@@ -157,6 +158,7 @@ void fl_replay_print_options(FILE *f) {
       "  --model-hugectr DIR per table DIR/<table>/{key,emb_vector}\n"
       "  --store URL         the model in a Redis Cluster (redis://host:port, loaded\n"
       "                      by load_redis; docs/TIERS.md): tables from the cluster\n"
+      "  --store-ns NS       with --store: the model's key namespace [fl]\n"
       "  --dram-budget-pct P with --store: the local DRAM tier holds P % of the\n"
       "                      model's bytes [20]\n"
       "Cache:\n"

@@ -134,6 +134,7 @@ fl_status fl_replay_open_cluster(const fl_replay_opts *o, double budget_pct, fl_
   fl_cluster_config cfg;
   fl_cluster_config_default(&cfg);
   cfg.seed = o->store;
+  if (o->store_ns) cfg.ns = o->store_ns;
   fl_status s = fl_store_open_cluster(&cfg, o->threads, out);
   if (s != FL_OK) return fail_store(NULL, s, "opening the cluster store");
   fl_store_tier_stats ts;
