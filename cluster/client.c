@@ -1,20 +1,27 @@
 /* client.c: the cluster client (see client.h): address parsing, connection
  * pools per node, slot-map refresh and the pipelined, redirect-following,
- * retrying batch runner. Routing itself is slots.c. */
+ * retrying batch runner. Routing itself is slots.c, request encoding
+ * resp.c. */
 #include "cluster/client.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cluster/resp.h"
 #include "cluster/slots.h"
 #include "common/error.h"
 
 /* Idle connections kept per node: one per concurrent caller is typical. */
 #define FL_POOL_IDLE 8
+/* Bytes read from a socket at once, and fed to the reader at once (job_read). */
+#define FL_READ_BYTES 65536
+#define FL_FEED_SLICE 1024
 /* Backoff between retries of unreachable slots, doubling from MIN to MAX. */
 #define FL_BACKOFF_MIN_MS 10
 #define FL_BACKOFF_MAX_MS 200
@@ -277,10 +284,12 @@ static void job_fail(fl_node_job *job, const char *why) {
   job->ctx = NULL;
 }
 
-/* Takes every complete reply the job's connection has buffered. */
-static void job_take(fl_node_job *job) {
+/* Takes every complete reply the job's reader holds. 0, or -1 on a
+ * protocol error (the connection is then failed). */
+static int job_take(fl_node_job *job) {
   void *r = NULL;
-  while (job->next < job->n && redisGetReplyFromReader(job->ctx, &r) == REDIS_OK && r) {
+  int rc = REDIS_OK;
+  while (job->next < job->n && (rc = redisReaderGetReply(job->ctx->reader, &r)) == REDIS_OK && r) {
     fl_rc_cmd *m = job->cmds[job->next];
     if (m->ask >= 0 && !job->asked) {
       job->asked = 1; /* ASKING's +OK */
@@ -292,6 +301,55 @@ static void job_take(fl_node_job *job) {
     }
     r = NULL;
   }
+  if (job->next < job->n && rc != REDIS_OK) {
+    job_fail(job, "protocol error in a reply");
+    return -1;
+  }
+  return 0;
+}
+
+/* Reads what the job's socket holds (poll said it is readable) and parses
+ * it. hiredis 0.14's reader moves its unparsed input down after every
+ * complete reply once it has consumed 1 KB, so a large read fed whole costs
+ * a move of the rest per reply (quadratic in the read); fed in slices of
+ * FL_FEED_SLICE bytes, the unparsed input it moves stays under one slice. */
+static void job_read(fl_node_job *job) {
+  char buf[FL_READ_BYTES];
+  ssize_t got = read(job->ctx->fd, buf, sizeof buf);
+  if (got <= 0) {
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    job_fail(job, got == 0 ? "connection closed by the node" : "connection error");
+    return;
+  }
+  for (ssize_t at = 0; at < got && job->ctx; at += FL_FEED_SLICE) {
+    size_t len = (size_t)(got - at) < FL_FEED_SLICE ? (size_t)(got - at) : FL_FEED_SLICE;
+    if (redisReaderFeed(job->ctx->reader, buf + at, len) != REDIS_OK) {
+      job_fail(job, "no memory for a reply");
+      return;
+    }
+    if (job_take(job) != 0) return;
+  }
+}
+
+/* Appends the job's commands (each after ASKING where an ASK is pending)
+ * to its connection's output as one pipeline, encoded by resp.c. 0, or -1
+ * when out of memory. */
+static int job_append(fl_node_job *job) {
+  static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+  size_t cap = 0;
+  for (size_t i = 0; i < job->n; i++)
+    cap += sizeof asking + fl_resp_bound(job->cmds[i]->argc, job->cmds[i]->argvlen);
+  char *buf = malloc(cap ? cap : 1);
+  if (!buf) return -1;
+  size_t len = 0;
+  for (size_t i = 0; i < job->n; i++) {
+    const fl_rc_cmd *m = job->cmds[i];
+    if (m->ask >= 0) memcpy(buf + len, asking, sizeof asking - 1), len += sizeof asking - 1;
+    len += fl_resp_put(buf + len, m->argc, m->argv, m->argvlen);
+  }
+  int rc = redisAppendFormattedCommand(job->ctx, buf, len) == REDIS_OK ? 0 : -1;
+  free(buf);
+  return rc;
 }
 
 /* One round: every node's commands written as one pipeline, then the
@@ -311,9 +369,9 @@ static void run_round(fl_cluster *c, fl_node_job *jobs, size_t n_jobs) {
       for (size_t i = 0; i < job->n; i++) job->cmds[i]->io_err = err;
       continue;
     }
-    for (size_t i = 0; i < job->n; i++) {
-      if (job->cmds[i]->ask >= 0) redisAppendCommand(job->ctx, "ASKING");
-      redisAppendCommandArgv(job->ctx, job->cmds[i]->argc, job->cmds[i]->argv, job->cmds[i]->argvlen);
+    if (job_append(job) != 0) {
+      job_fail(job, "no memory for a pipeline");
+      continue;
     }
     atomic_fetch_add(&c->commands, job->n);
     int done = 0;
@@ -329,8 +387,7 @@ static void run_round(fl_cluster *c, fl_node_job *jobs, size_t n_jobs) {
     for (size_t k = 0; k < n; k++) {
       fl_node_job *job = &jobs[of[k]];
       if (ready == 0) job_fail(job, "timed out");
-      else if (fds[k].revents && redisBufferRead(job->ctx) != REDIS_OK) job_fail(job, conn_err(job->ctx));
-      else if (fds[k].revents) job_take(job);
+      else if (fds[k].revents) job_read(job);
     }
   }
   for (size_t j = 0; j < n_jobs; j++) {
