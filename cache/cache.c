@@ -15,11 +15,15 @@
 #include "encoding/encoder.h"
 #include "cache/cuda_state.h"
 
-uint64_t fl_now_ns(void) {
+static uint64_t clock_ns(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+uint64_t fl_now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+uint64_t fl_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 void fl_config_default(fl_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -413,6 +417,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->unique_misses = atomic_load(&m->unique_misses);
   out->ns_store_gather = (double)atomic_load(&m->ns_store_gather);
   out->ns_admission_wait = (double)atomic_load(&m->ns_admission_wait);
+  out->ns_miss_host_cpu = (double)atomic_load(&m->ns_miss_cpu);
   out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   pthread_mutex_lock(&m->lock);
@@ -458,6 +463,7 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->unique_misses, 0);
   atomic_store(&c->ns_store_gather, 0);
   atomic_store(&c->ns_admission_wait, 0);
+  atomic_store(&c->ns_miss_cpu, 0);
   atomic_store(&c->gpu_ns_index, 0);
   atomic_store(&c->gpu_ns_hit_copy, 0);
 }

@@ -78,7 +78,7 @@ struct fl_cache {
   /* Statistics. */
   _Atomic uint64_t queries, admissions, evictions, invalidations;
   _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
-  _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait;
+  _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait, ns_miss_cpu;
   _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
   _Atomic int missed_last;    /* CUDA: the last batch had misses (fusion/query_cuda.c) */
   fl_table_counters *counters;
@@ -86,6 +86,8 @@ struct fl_cache {
 
 /* Monotonic clock in ns. */
 uint64_t fl_now_ns(void);
+/* CPU time of the calling thread in ns. */
+uint64_t fl_thread_cpu_ns(void);
 
 /* --- memory of the resolved backend (device or host) --- */
 fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out);

@@ -9,13 +9,15 @@
  * A cluster store's gather collects the rows its local tier lacks (every
  * row while the tier is bypassed: no budget, or the change channel down)
  * and hands them to fl_remote_fill (remote_read.c) after the local pass. */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "dram_store/remote.h"
 
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
- * flush, small enough to balance. */
-#define FL_GATHER_GRAIN 256
+ * flush, small enough to balance (a worker takes ~100 ns a cold row, so a
+ * chunk is a few us) and to let a watcher see rows land early. */
+#define FL_GATHER_GRAIN 64
 /* How many rows ahead of the copy to prefetch the row; the index slot is
  * prefetched twice as far ahead (see fl_table_prefetch_row). */
 #define FL_GATHER_AHEAD 16
@@ -33,6 +35,7 @@ typedef struct fl_gather_job {
   _Atomic size_t n_absent;         /* entries of absent */
   int skip_local;                  /* 1: the local tier is bypassed */
   fl_tier_counters *tier;          /* the store's tier statistics */
+  _Atomic uint32_t *landed;        /* watched gathers: rows done per FL_GATHER_GRAIN block */
 } fl_gather_job;
 
 /* Rows [b, e) of part qi, which are rows [b - start, e - start) of the part. */
@@ -97,6 +100,7 @@ uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row) {
 
 static void fl_gather_range(void *ctx, size_t b, size_t e) {
   fl_gather_job *j = ctx;
+  size_t from = b;
   for (uint32_t qi = fl_gather_part_of(j->start, j->nq, b); qi < j->nq && b < e; qi++) {
     size_t qe = j->start[qi + 1] < e ? j->start[qi + 1] : e;
     if (b >= qe) continue;
@@ -104,6 +108,44 @@ static void fl_gather_range(void *ctx, size_t b, size_t e) {
     if (!fl_gather_query(j, qi, b - j->start[qi], qe - j->start[qi])) return;
     b = qe;
   }
+  /* Release: a watcher that sees a block complete sees its rows. */
+  for (b = from; j->landed && b < e;) {
+    size_t k = b / FL_GATHER_GRAIN, be = (k + 1) * FL_GATHER_GRAIN < e ? (k + 1) * FL_GATHER_GRAIN : e;
+    atomic_fetch_add_explicit(&j->landed[k], (uint32_t)(be - b), memory_order_release);
+    b = be;
+  }
+}
+
+/* Runs a local gather of `total` rows on the store's workers while this
+ * thread tells the watcher how far the completed prefix reaches (chunks are
+ * handed out in order, so the prefix follows closely). */
+static void fl_gather_watched_run(fl_store *s, fl_gather_job *j, size_t total,
+                                  const fl_gather_watch *watch) {
+  size_t blocks = (total + FL_GATHER_GRAIN - 1) / FL_GATHER_GRAIN;
+  j->landed = calloc(blocks ? blocks : 1, sizeof *j->landed);
+  if (total <= FL_GATHER_GRAIN || !j->landed ||
+      !fl_workers_start(s->workers, total, FL_GATHER_GRAIN, fl_gather_range, j)) {
+    fl_gather_range(j, 0, total); /* small, no memory for the blocks, or no free workers */
+  } else {
+    size_t k = 0;
+    for (unsigned idle = 0; k < blocks && !atomic_load_explicit(&j->failed, memory_order_relaxed);) {
+      size_t k0 = k;
+      for (; k < blocks; k++) {
+        size_t rows = (k + 1) * FL_GATHER_GRAIN < total ? FL_GATHER_GRAIN : total - k * FL_GATHER_GRAIN;
+        if (atomic_load_explicit(&j->landed[k], memory_order_acquire) != rows) break;
+      }
+      if (k > k0 && k < blocks) {
+        watch->fn(watch->ctx, k * FL_GATHER_GRAIN);
+      } else if (++idle % 256 == 0) {
+        sched_yield(); /* the workers may need this core */
+      } else {
+        fl_cpu_relax();
+      }
+    }
+    fl_workers_wait(s->workers);
+  }
+  free(j->landed);
+  j->landed = NULL;
 }
 
 fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_t table,
@@ -123,7 +165,8 @@ fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_
 }
 
 fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
-                                uint32_t n, fl_missing policy, uint64_t *missing) {
+                                uint32_t n, fl_missing policy, uint64_t *missing,
+                                const fl_gather_watch *watch) {
   size_t *start = malloc((n + 1) * sizeof *start);
   _Atomic uint64_t *miss = calloc(n ? n : 1, sizeof *miss);
   if (!start || !miss) {
@@ -133,6 +176,7 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
   }
   start[0] = 0;
   for (uint32_t i = 0; i < n; i++) start[i + 1] = start[i] + parts[i].n;
+  size_t total = start[n];
   fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss,
                        .tier = &s->tier};
   atomic_init(&job.failed, 0);
@@ -153,7 +197,8 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
   if (st == FL_OK) {
     uint64_t t0 = fl_store_clock_ns();
     uint32_t token = fl_grace_enter(&s->env->grace);
-    fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
+    if (watch && !rm) fl_gather_watched_run(s, &job, start[n], watch);
+    else fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
     fl_grace_exit(&s->env->grace, token);
     atomic_fetch_add_explicit(&s->tier.ns_local, fl_store_clock_ns() - t0, memory_order_relaxed);
     size_t n_absent = atomic_load(&job.n_absent);
@@ -171,6 +216,7 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
     return fl_fail(s, FL_ERR_NOT_FOUND, "%s: table %u '%s': id %llu not found", call, q->t->id,
                    q->t->name, (unsigned long long)job.fail_id);
   }
+  if (st == FL_OK && watch) watch->fn(watch->ctx, total);
   return st;
 }
 
@@ -185,9 +231,10 @@ fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, ui
   return FL_OK;
 }
 
-fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
-                          fl_missing policy, uint64_t *missing) {
-  static const char call[] = "fl_store_gather";
+/* fl_store_gather and fl_store_gather_watched. */
+static fl_status gather_queries(fl_store *s, const char *call, const fl_table_query *queries,
+                                uint32_t n_queries, fl_missing policy, uint64_t *missing,
+                                const fl_gather_watch *watch) {
   fl_gather_part *parts;
   fl_status st = fl_gather_start(s, call, queries, n_queries, policy, &parts);
   if (st != FL_OK) return st;
@@ -195,9 +242,19 @@ fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n
     const fl_table_query *q = &queries[i];
     st = fl_gather_part_init(s, call, i, q->table, q->ids, q->n, q->out, &parts[i]);
   }
-  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing);
+  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, watch);
   free(parts);
   return st;
+}
+
+fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
+                          fl_missing policy, uint64_t *missing) {
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, missing, NULL);
+}
+
+fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
+                                  fl_missing policy, const fl_gather_watch *watch) {
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch);
 }
 
 void fl_store_expect_gather(fl_store *s, uint64_t ns) { fl_workers_wake(s->workers, ns); }

@@ -50,7 +50,7 @@ fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_
                    i, q->table, parts[i].t->name);
     parts[i].refs = q->refs;
   }
-  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing);
+  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, NULL);
   free(parts);
   return st;
 }

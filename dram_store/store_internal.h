@@ -65,6 +65,20 @@ typedef struct fl_ref_query {
 fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_t n_queries,
                                fl_missing policy, uint64_t *missing);
 
+/* A consumer of a gather's rows as they land: fn gets the number of leading
+ * rows (all queries' rows in order) that are in their outputs, increasing,
+ * the last time all of them; it runs on the gathering thread. */
+typedef struct fl_gather_watch {
+  void (*fn)(void *ctx, uint64_t rows);
+  void *ctx;
+} fl_gather_watch;
+
+/* fl_store_gather (missing counts not returned) telling `watch` (optional)
+ * as rows land: the calling thread watches while the store's workers gather.
+ * A cluster store tells it once, at the end. No call after a failure. */
+fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
+                                  fl_missing policy, const fl_gather_watch *watch);
+
 /* A gather is likely within `ns`: the store's threads stay awake until then
  * (fl_workers_wake), so it starts without waking them. */
 void fl_store_expect_gather(fl_store *s, uint64_t ns);

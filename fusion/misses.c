@@ -27,41 +27,92 @@ uint64_t fl_misses_layout(const fl_part_batch *b, const uint32_t *per_arg, uint6
   return bytes;
 }
 
+/* Hands the staging to a consumer as the gather fills it. Rows land in
+ * query order (fl_store_gather_watched), so each report extends a filled
+ * prefix; a stretch is handed over once it is FL_FETCH_UPLOAD_MIN bytes
+ * long, the rest at the end. */
+typedef struct stage_feed {
+  const fl_table_query *q;
+  const uint32_t *row_bytes; /* per query */
+  uint32_t nq, at;           /* the query holding the next row */
+  uint64_t at_row0;          /* its first row, counted over the queries */
+  uint64_t rows, bytes;      /* in all (bytes: the staging's end) */
+  uint64_t fed;              /* staging bytes handed over */
+  uint8_t *staging;
+  fl_staged_fn staged;
+  void *ctx;
+  fl_status st;
+  uint64_t cpu_ns;           /* CPU time of the hand-overs (the uploads' enqueueing) */
+} stage_feed;
+
+static void feed_rows(void *ctx, uint64_t rows) {
+  stage_feed *f = ctx;
+  if (f->st != FL_OK) return;
+  while (f->at < f->nq && rows >= f->at_row0 + f->q[f->at].n) f->at_row0 += f->q[f->at++].n;
+  uint64_t end = f->bytes;
+  if (rows < f->rows)
+    end = (uint64_t)((uint8_t *)f->q[f->at].out - f->staging) +
+          (rows - f->at_row0) * f->row_bytes[f->at];
+  if (end - f->fed < FL_FETCH_UPLOAD_MIN && rows < f->rows) return;
+  uint64_t cpu0 = fl_thread_cpu_ns();
+  f->st = f->staged(f->ctx, f->fed, end);
+  f->fed = end;
+  f->cpu_ns += fl_thread_cpu_ns() - cpu0;
+}
+
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                           const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
-                          uint64_t *gen) {
+                          uint64_t *gen, fl_staged_fn staged, void *ctx) {
   fl_cache *c = b->c;
+  uint64_t cpu0 = fl_thread_cpu_ns();
   for (uint32_t t = 0; t < c->n_tables; t++)
     gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
-  fl_table_query *q = malloc((b->n_args ? b->n_args : 1) * sizeof *q);
-  fl_ref_query *rq = malloc((b->n_args ? b->n_args : 1) * sizeof *rq);
-  if (!q || !rq) {
+  uint32_t na = b->n_args ? b->n_args : 1;
+  fl_table_query *q = malloc(na * sizeof *q);
+  fl_ref_query *rq = malloc(na * sizeof *rq);
+  uint32_t *row_bytes = malloc(na * sizeof *row_bytes);
+  if (!q || !rq || !row_bytes) {
     free(q);
     free(rq);
+    free(row_bytes);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   /* Per arg: its misses by id (the bottom of its uid range), then its
    * pointer rows by reference (the top), staged in that order. */
   uint32_t nq = 0, nr = 0;
+  uint64_t rows = 0, bytes = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     const fl_batch_arg *g = &b->args[a];
     uint32_t miss = per_arg[FL_MISS_COUNTERS * a], ptr = per_arg[FL_MISS_COUNTERS * a + 1];
     uint8_t *out = staging + stage_base[a];
-    if (miss) q[nq++] = (fl_table_query){g->table, ids + g->key_offset, miss, out};
+    if (miss) row_bytes[nq] = g->vec_bytes, q[nq++] = (fl_table_query){g->table, ids + g->key_offset, miss, out};
     uint64_t top = g->key_offset + g->n - ptr;
     if (ptr)
       rq[nr++] = (fl_ref_query){g->table, ids + top, refs + top, ptr,
                                 out + (uint64_t)miss * g->vec_bytes};
+    rows += miss + ptr;
+    if (miss + ptr) bytes = stage_base[a] + (uint64_t)(miss + ptr) * g->vec_bytes;
   }
-  uint64_t t0 = fl_now_ns(), rows = 0;
-  for (uint32_t a = 0; a < b->n_args; a++) rows += uniques(per_arg, a);
-  fl_status st = nq ? fl_store_gather(c->store, q, nq, c->cfg.missing, NULL) : FL_OK;
+  /* A consumer gets the rows as they land when they all come by id (the
+   * staging then fills in query order); with pointer rows, at the end. */
+  stage_feed feed = {q, row_bytes, nq, 0, 0, rows, bytes, 0, staging, staged, ctx, FL_OK, 0};
+  fl_gather_watch watch = {feed_rows, &feed};
+  uint64_t t0 = fl_now_ns(), cpu1 = fl_thread_cpu_ns();
+  fl_status st = FL_OK;
+  if (nq) st = fl_store_gather_watched(c->store, q, nq, c->cfg.missing, staged && !nr ? &watch : NULL);
   if (st == FL_OK && nr) st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL);
+  uint64_t cpu2 = fl_thread_cpu_ns();
   atomic_fetch_add(&c->ns_store_gather, fl_now_ns() - t0);
   atomic_fetch_add(&c->unique_misses, rows);
   if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(c->store));
+  else if (staged && (feed.fed < bytes || rows == 0)) feed_rows(&feed, rows);
+  if (st == FL_OK) st = feed.st;
+  /* This thread's CPU time outside the gathers, and the hand-overs made
+   * from inside a watched gather. */
+  atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2) + feed.cpu_ns);
   free(q);
   free(rq);
+  free(row_bytes);
   return st;
 }
 

@@ -6,10 +6,10 @@
  *   3. the counters' download on a side stream (one wait), while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
  *   5. the unique rows gathered from the store into pinned staging (pointer
- *      rows through their references) by one of the cache's workers, while
- *      this thread readies the admission round; one upload, one scatter
- *      kernel that expands them into every missed position: the answer is
- *      complete;
+ *      rows through their references) by one of the cache's workers, in
+ *      stretches each uploaded as soon as it is gathered, while this thread
+ *      readies the admission round; one scatter kernel expands them into
+ *      every missed position: the answer is complete;
  *   6. admission as a round on the maintenance stream (admit_kernels.cu,
  *      cache/admit_round.h), after the upload and without the host waiting
  *      for it: fl_query returns. The query's scratch stays busy until the
@@ -94,8 +94,10 @@ static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 #define FL_FETCH_PREWAKE_NS 300000ull
 
 /* The store fetch of a batch's unique rows, run by one of the cache's workers
- * while the calling thread prepares the admission round. Error messages are
- * per thread: the fetch's travels back in the job. */
+ * while the calling thread prepares the admission round. Each stretch of
+ * rows is uploaded on the caller's stream as soon as it is gathered, so that
+ * the upload overlaps the rest of the gather. Error messages are per thread:
+ * the fetch's travels back in the job. */
 typedef struct fetch_job {
   fl_part_batch *b;
   const uint32_t *per_arg;
@@ -103,17 +105,35 @@ typedef struct fetch_job {
   uint8_t *staging;
   const uint64_t *stage_base;
   int want_refs;
+  uint8_t *up_dev, *up_host; /* the upload block: staging offsets (head bytes), then rows */
+  uint64_t head;
   fl_status st;
   char msg[512];
 } fetch_job;
 
+static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
+  fetch_job *j = ctx;
+  /* The first stretch takes the staging offsets along. */
+  uint64_t from = begin ? j->head + begin : 0, to = j->head + end;
+  int e = (int)cudaMemcpyAsync(j->up_dev + from, j->up_host + from, to - from,
+                               cudaMemcpyHostToDevice, (cudaStream_t)j->b->stream);
+  if (e) return fl_fail(j->b->c, FL_ERR_CUDA, "uploading missed rows failed: %s",
+                        cudaGetErrorString((cudaError_t)e));
+  return FL_OK;
+}
+
 static void fetch_run(void *ctx, size_t begin, size_t end) {
   (void)begin, (void)end;
   fetch_job *j = ctx;
-  j->st = j->want_refs ? fl_misses_refs(j->b, j->per_arg, j->ids, j->refs) : FL_OK;
+  fl_cache *c = j->b->c;
+  j->st = cudaSetDevice(c->cuda->device) == cudaSuccess
+              ? FL_OK
+              : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for the miss upload");
+  if (j->st == FL_OK && j->want_refs) j->st = fl_misses_refs(j->b, j->per_arg, j->ids, j->refs);
   if (j->st == FL_OK)
-    j->st = fl_misses_fetch(j->b, j->per_arg, j->ids, j->refs, j->staging, j->stage_base, j->gen);
-  if (j->st != FL_OK) snprintf(j->msg, sizeof j->msg, "%s", fl_error_get(j->b->c));
+    j->st = fl_misses_fetch(j->b, j->per_arg, j->ids, j->refs, j->staging, j->stage_base, j->gen,
+                            upload_stretch, j);
+  if (j->st != FL_OK) snprintf(j->msg, sizeof j->msg, "%s", fl_error_get(c));
 }
 
 /* Readies the batch's admission round (fl_round_prepare). Under c->lock. */
@@ -128,26 +148,24 @@ static fl_status admit_prepare(fl_part_batch *b, const uint32_t *per_arg) {
   return st;
 }
 
-/* Uploads the fetched rows (the upload block at D + l->upload, `staged`
- * bytes of rows), scatters them to every missed position on the caller's
- * stream, then enqueues the prepared admission round on the maintenance
- * stream and the reset of the batch's miss set after it. Under c->lock. */
+/* Scatters the fetched rows (uploaded by the fetch into the upload block at
+ * D + l->upload) to every missed position on the caller's stream, then
+ * enqueues the prepared admission round on the maintenance stream and the
+ * reset of the batch's miss set after it. Under c->lock. */
 static fl_status stage_and_admit(fl_part_batch *b, const layout *l, fl_scratch *x,
                                  const uint64_t *gen, int have_refs, const fl_miss_out *m,
-                                 uint64_t n_miss, uint64_t staged) {
+                                 uint64_t n_miss) {
   fl_cache *c = b->c;
   fl_part *p = &c->parts[b->part];
   cudaStream_t stream = (cudaStream_t)b->stream;
-  uint8_t *D = x->dev, *H = x->host;
+  uint8_t *D = x->dev;
   uint64_t head = align256(b->n_args * 8ull);
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
-  int e = (int)cudaMemcpyAsync(D + l->upload, H + l->h_upload, head + staged,
-                               cudaMemcpyHostToDevice, stream);
-  if (!e) e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
+  int e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
   if (!e)
     e = fl_launch_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m,
                           (const uint64_t *)(D + l->upload), D + l->upload + head, n_miss, stream);
-  if (e) return fl_fail(c, FL_ERR_CUDA, "miss upload or scatter failed: %s",
+  if (e) return fl_fail(c, FL_ERR_CUDA, "miss scatter failed: %s",
                         cudaGetErrorString((cudaError_t)e));
   uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
   if (!skip) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -338,6 +356,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   }
   fl_query_count(b, per_arg);
   if (n_miss) {
+    uint64_t cpu0 = fl_thread_cpu_ns();
     gen = malloc(c->n_tables * sizeof *gen);
     if (!gen) {
       st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -346,13 +365,14 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     /* Upload block: the args' staging offsets, then their rows. */
     uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
     uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
-    uint64_t staged = fl_misses_layout(b, per_arg, stage_base);
+    fl_misses_layout(b, per_arg, stage_base);
     /* The fetch runs on one of the cache's workers while this thread readies
      * the admission round: neither needs the other; the launch needs both.
      * round_lock keeps other batches' rounds out from the preparation to the
      * launch, while the lock is free for other callers during the fetch. */
-    fetch_job job = {b, per_arg, uniq_ids, uniq_refs, gen, staging, stage_base, want_refs,
-                     FL_OK, ""};
+    fetch_job job = {b,         per_arg,         uniq_ids, uniq_refs,
+                     gen,       staging,         stage_base, want_refs,
+                     D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), FL_OK, ""};
     int async = fl_workers_start(c->workers, 1, 1, fetch_run, &job);
     if (!async) fetch_run(&job, 0, 1);
     uint64_t t2 = fl_now_ns();
@@ -360,13 +380,13 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     pthread_mutex_lock(&c->lock);
     st = admit_prepare(b, per_arg);
     pthread_mutex_unlock(&c->lock);
-    uint64_t t3 = fl_now_ns();
+    uint64_t t3 = fl_now_ns(), cpu3 = fl_thread_cpu_ns();
     if (async) fl_workers_wait(c->workers);
-    uint64_t t4 = fl_now_ns();
+    uint64_t t4 = fl_now_ns(), cpu4 = fl_thread_cpu_ns();
     if (st == FL_OK && job.st != FL_OK) st = fl_fail(c, job.st, "%s", job.msg);
     if (st == FL_OK) {
       pthread_mutex_lock(&c->lock);
-      st = stage_and_admit(b, &l, x, gen, want_refs, &m, n_miss, staged);
+      st = stage_and_admit(b, &l, x, gen, want_refs, &m, n_miss);
       pthread_mutex_unlock(&c->lock);
     }
     pthread_mutex_unlock(&c->round_lock);
@@ -374,6 +394,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
      * host work before and after it. */
     atomic_fetch_add(&c->ns_miss_fetch, t4 - t1);
     atomic_fetch_add(&c->ns_admission, (t3 - t2) + (fl_now_ns() - t4));
+    /* This thread's share, the wait left out (the fetch counts its own). */
+    atomic_fetch_add(&c->ns_miss_cpu, (cpu3 - cpu0) + (fl_thread_cpu_ns() - cpu4));
     if (st != FL_OK) goto done;
   }
   if (st == FL_OK) {

@@ -181,7 +181,7 @@ static fl_status admit(fl_part_batch *b, probe_ctx *x, const uint64_t *gen) {
 /* Fetches the unique rows, writes them to every missed position, admits. */
 static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   fl_cache *c = b->c;
-  uint64_t t0 = fl_now_ns();
+  uint64_t t0 = fl_now_ns(), cpu0 = fl_thread_cpu_ns(), cpu1 = cpu0, cpu2 = cpu0;
   uint64_t *gen = malloc(c->n_tables * sizeof *gen);
   x->stage_base = malloc(b->n_args * sizeof *x->stage_base);
   fl_status st = gen && x->stage_base ? FL_OK : fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -189,10 +189,15 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   if (st == FL_OK && !(x->staging = malloc(bytes ? bytes : 16)))
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu staged bytes",
                  (unsigned long long)bytes);
+  /* The store's lookups and gathers are left out of this thread's CPU time
+   * (the fetch counts its own share outside the gathers). */
+  cpu1 = fl_thread_cpu_ns();
   if (st == FL_OK && fl_cache_unified_limit(c, b->part) > 0)
     st = fl_misses_refs(b, x->per_arg, x->uniq_ids, x->uniq_refs);
   if (st == FL_OK)
-    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, gen);
+    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, gen,
+                         NULL, NULL);
+  cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK) {
     fl_workers_for(c->workers, x->n_miss, 4096, scatter_range, x);
     uint64_t t1 = fl_now_ns();
@@ -205,6 +210,7 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   free(gen);
   free(x->staging);
   free(x->stage_base);
+  atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2));
   return st;
 }
 

@@ -376,6 +376,11 @@ typedef struct fl_cache_stats {
                                  ns_miss_fetch) */
   double gpu_ns_index;        /* CUDA with cfg.profile: device time of the fused index kernel */
   double gpu_ns_hit_copy;     /* ... of the hit-copy kernel */
+  double ns_miss_host_cpu;    /* CPU time (per-thread clocks) of the threads that run the
+                                 miss path, outside the store's lookups and gathers:
+                                 staging layout, upload enqueues, scatter, admission. The
+                                 caller's thread and, on CUDA, the fetch's; work handed to
+                                 a thread pool counts the caller's share only */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

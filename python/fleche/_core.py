@@ -151,6 +151,7 @@ class CacheStats:
     ns_store_gather: float
     gpu_ns_index: float
     gpu_ns_hit_copy: float
+    ns_miss_host_cpu: float
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property

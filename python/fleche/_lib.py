@@ -138,6 +138,7 @@ class fl_cache_stats(Structure):
         ("ns_store_gather", c_double),
         ("gpu_ns_index", c_double),
         ("gpu_ns_hit_copy", c_double),
+        ("ns_miss_host_cpu", c_double),
     ]
 
 
