@@ -1,6 +1,6 @@
 /* query.c: fl_query: validates a request, splits it into part batches (one for
- * the flat layout, one per table for the per-table baseline), registers the
- * query for batch-based reclamation and runs the backend's engine. */
+ * the flat layout, one per table for the per-table baseline) and runs the
+ * backend's engine on each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +9,7 @@
 #include "fusion/query.h"
 #include "fusion/query_kernels.h"
 
-static fl_status validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
+fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
   if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
   uint64_t total = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -59,8 +59,13 @@ static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint
 
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_query: cache is NULL");
-  fl_status st = validate(c, queries, n_queries);
-  if (st != FL_OK) return st;
+  fl_status st = fl_query_validate(c, queries, n_queries);
+  return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL) : st;
+}
+
+fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
+                       void *stream, const fl_query_view *views, fl_cuda_plan *plan) {
+  fl_status st = FL_OK;
   atomic_fetch_add(&c->queries, 1);
   fl_batch_arg *args = malloc((n_queries ? n_queries : 1) * sizeof *args);
   uint32_t *query_of = malloc((n_queries ? n_queries : 1) * sizeof *query_of);
@@ -82,6 +87,8 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
       if (b.n_keys == 0) continue;
       b.now = now;
       b.stream = stream;
+      b.views = views;
+      b.plan = plan;
       st = c->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
     }
   }

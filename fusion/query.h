@@ -8,6 +8,16 @@
 #include "fusion/batch.h"
 #include "fusion/miss_set.h"
 
+/* Where one query's buffers can be used from the device (CUDA): their
+ * device addresses, or NULL for unregistered host memory. */
+typedef struct fl_query_view {
+  const uint64_t *ids;
+  uint8_t *out;
+} fl_query_view;
+
+/* A prepared query's kept scratch and launch graph (query_cuda.c). */
+typedef struct fl_cuda_plan fl_cuda_plan;
+
 /* One part's share of an fl_query call. */
 typedef struct fl_part_batch {
   fl_cache *c;
@@ -19,6 +29,9 @@ typedef struct fl_part_batch {
   uint64_t max_row;          /* largest vec_bytes among the args */
   uint32_t now;              /* batch counter (LRU clock, coin input) */
   void *stream;              /* caller's CUDA stream */
+  const fl_query_view *views; /* CUDA, prepared queries: per caller's query (query_of),
+                                 found once; NULL: found by this call */
+  fl_cuda_plan *plan;        /* CUDA, a prepared query of one part batch; else NULL */
 } fl_part_batch;
 
 /* The miss path's host side (misses.c). per_arg: FL_MISS_COUNTERS counters
@@ -48,6 +61,19 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
 void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
 /* skip[t] = 1 for the tables changed in the store since gen was read. */
 void fl_misses_skip(const fl_part_batch *b, const uint64_t *gen, uint8_t *skip);
+
+/* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
+fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n);
+/* fl_query after the checks: views and plan as in fl_part_batch (the plan
+ * serves a call of one part batch only; NULL: none). */
+fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
+                       void *stream, const fl_query_view *views, fl_cuda_plan *plan);
+/* Fills views[i] for queries[i] (CUDA caches). */
+void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_query_view *views);
+/* A plan for a prepared query (NULL on out of memory); its destruction gives
+ * its scratch back to the cache. */
+fl_cuda_plan *fl_cuda_plan_create(void);
+void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl);
 
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);

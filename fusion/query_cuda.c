@@ -34,7 +34,7 @@ static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 /* Byte layout of one part batch's scratch. The header has the same offsets
  * on device and host; the rest differs. */
 typedef struct layout {
-  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, ids, header_end;
+  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, now, ids, header_end;
   /* device */
   uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
       upload, out, total;
@@ -53,6 +53,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->table_cls = o, o = align256(o + b->c->n_tables * 4);
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
+  l->now = o, o = align256(o + 4);                     /* the batch counter */
   l->ids = o, o = align256(o + host_ids * 8);
   l->header_end = o;
   uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
@@ -85,6 +86,13 @@ static const void *device_view(const void *p) {
   }
   if (at.type == cudaMemoryTypeUnregistered) return NULL;
   return at.devicePointer;
+}
+
+void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_query_view *views) {
+  for (uint32_t i = 0; i < n_queries; i++) {
+    views[i].ids = queries[i].n ? device_view(queries[i].ids) : NULL;
+    views[i].out = queries[i].n ? (uint8_t *)device_view(queries[i].out) : NULL;
+  }
 }
 
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
@@ -211,13 +219,61 @@ static fl_status stage_and_admit(fl_part_batch *b, const layout *l, fl_scratch *
   return FL_OK;
 }
 
-fl_status fl_query_part_cuda(fl_part_batch *b) {
+/* A prepared query's own scratch and launch graph for its part batch
+ * (fl_query_prepare, one part batch): the header is built at the first run
+ * and kept; later runs refresh only what changes (the counters' start
+ * values, the batch counter, ids in host memory) and replay the index phase
+ * (header upload, index kernel, counters' download, hit copy) as one CUDA
+ * graph: one launch where fl_query makes four calls. */
+struct fl_cuda_plan {
+  fl_scratch *x;          /* kept from run to run; NULL before the first */
+  layout l;
+  fl_batch_arg *dargs;    /* the args with device-usable pointers, as uploaded */
+  uint8_t **host_out;     /* per arg: the caller's output in host memory, or NULL */
+  uint64_t index_threads, copy_threads;
+  void *exec;             /* cudaGraphExec_t, NULL until captured */
+  void *counted, *join;   /* cudaEvent_t: the counters are down; the branches joined */
+  void *capture;          /* cudaStream_t the graph is captured on */
+  int no_graph;           /* the capture failed: direct launches */
+};
+
+fl_cuda_plan *fl_cuda_plan_create(void) { return calloc(1, sizeof(fl_cuda_plan)); }
+
+void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
+  if (!pl) return;
+  if (pl->x) fl_cuda_scratch_release(c, pl->x); /* reusable once its last uses end */
+  if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
+  if (pl->counted) cudaEventDestroy((cudaEvent_t)pl->counted);
+  if (pl->join) cudaEventDestroy((cudaEvent_t)pl->join);
+  if (pl->capture) cudaStreamDestroy((cudaStream_t)pl->capture);
+  free(pl->dargs);
+  free(pl->host_out);
+  free(pl);
+}
+
+/* Copies ids in host memory into the header and sets the counters' start
+ * values ([0] no miss yet, [1] no out-of-range key: ~0, per arg zero) and the
+ * batch counter. Per run. */
+static void refresh_header(const fl_part_batch *b, const layout *l, const fl_batch_arg *dargs,
+                           uint8_t *H, uint8_t *D) {
+  for (uint32_t a = 0; a < b->n_args; a++) {
+    const uint64_t *in_header = (const uint64_t *)(D + l->ids);
+    if (dargs[a].ids >= in_header && dargs[a].ids < in_header + (l->header_end - l->ids) / 8)
+      memcpy(H + l->ids + (uint64_t)(dargs[a].ids - in_header) * 8, b->args[a].ids,
+             (size_t)dargs[a].n * 8);
+  }
+  memset(H + l->counters, 0, l->counter_bytes);
+  ((uint64_t *)(H + l->counters))[1] = ~0ull;
+  *(uint32_t *)(H + l->now) = b->now;
+}
+
+/* Resolves where ids and outputs live (dargs: device-usable pointers; host
+ * args keep the caller's for messages), lays out and takes a scratch set and
+ * fills the header: args, scans, offsets, codes and classes. */
+static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_t ***host_out_out,
+                              layout *l, fl_scratch **x_out, uint64_t *index_threads,
+                              uint64_t *copy_threads) {
   fl_cache *c = b->c;
-  cudaStream_t stream = (cudaStream_t)b->stream;
-  fl_status st = FL_OK;
-  uint64_t t0 = fl_now_ns();
-  /* Resolve where ids and outputs live. Host args keep the caller's pointers
-   * (for messages); dargs get device-usable ones. */
   fl_batch_arg *dargs = malloc(b->n_args * sizeof *dargs);
   uint8_t **host_out = calloc(b->n_args, sizeof *host_out);
   if (!dargs || !host_out) {
@@ -227,67 +283,168 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   }
   uint64_t host_ids = 0, out_bytes = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
+    const fl_query_view *v = b->views ? &b->views[b->query_of[a]] : NULL;
     dargs[a] = b->args[a];
-    dargs[a].ids = device_view(b->args[a].ids);
+    dargs[a].ids = v ? v->ids : device_view(b->args[a].ids);
     if (!dargs[a].ids) host_ids += b->args[a].n;
-    dargs[a].out = (uint8_t *)device_view(b->args[a].out);
+    dargs[a].out = v ? v->out : (uint8_t *)device_view(b->args[a].out);
     if (!dargs[a].out) out_bytes = align256(out_bytes + (uint64_t)b->args[a].n * b->args[a].vec_bytes);
   }
-  layout l;
-  plan_layout(b, host_ids, out_bytes, &l);
+  plan_layout(b, host_ids, out_bytes, l);
   fl_scratch *x;
-  if ((st = fl_cuda_scratch_acquire(c, l.total, l.host_total, &x)) != FL_OK) {
+  fl_status st = fl_cuda_scratch_acquire(c, l->total, l->host_total, &x);
+  if (st != FL_OK) {
     free(dargs);
     free(host_out);
     return st;
   }
   uint8_t *D = x->dev, *H = x->host;
-  /* Fill the header: args with device pointers, scans, offsets, codes, ids. */
-  uint64_t *scan_i = (uint64_t *)(H + l.scan_index), *scan_c = (uint64_t *)(H + l.scan_copy);
-  uint64_t *offsets = (uint64_t *)(H + l.offsets), *ids_h = (uint64_t *)(H + l.ids);
+  uint64_t *scan_i = (uint64_t *)(H + l->scan_index), *scan_c = (uint64_t *)(H + l->scan_copy);
+  uint64_t *offsets = (uint64_t *)(H + l->offsets);
   uint64_t ids_at = 0, out_at = 0;
   scan_i[0] = scan_c[0] = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     fl_batch_arg *d = &dargs[a];
     if (!d->ids) {
-      memcpy(ids_h + ids_at, b->args[a].ids, (size_t)d->n * 8);
-      d->ids = (const uint64_t *)(D + l.ids) + ids_at;
+      d->ids = (const uint64_t *)(D + l->ids) + ids_at;
       ids_at += d->n;
     }
     if (!d->out) {
       host_out[a] = b->args[a].out;
-      d->out = D + l.out + out_at;
+      d->out = D + l->out + out_at;
       out_at = align256(out_at + (uint64_t)d->n * d->vec_bytes);
     }
     d->width = fl_batch_width(d->vec_bytes, (uint64_t)(uintptr_t)d->out);
     d->lanes = d->vec_bytes / d->width;
-    b->args[a].width = d->width;
-    b->args[a].lanes = d->lanes;
     offsets[a] = d->key_offset;
     scan_i[a + 1] = scan_i[a] + round32(d->n);
     scan_c[a + 1] = scan_c[a] + round32((uint64_t)d->n * d->lanes);
   }
-  memcpy(H + l.args, dargs, b->n_args * sizeof *dargs);
-  /* Counters: [0] no miss yet, [1] no out-of-range key (~0), per arg zero. */
-  memset(H + l.counters, 0, l.counter_bytes);
-  ((uint64_t *)(H + l.counters))[1] = ~0ull;
+  memcpy(H + l->args, dargs, b->n_args * sizeof *dargs);
   for (uint32_t t = 0; t < c->n_tables; t++) {
-    memcpy(H + l.codes + t * sizeof(fl_code), &c->tables[t].code, sizeof(fl_code));
-    ((uint32_t *)(H + l.table_cls))[t] = c->tables[t].cls;
+    memcpy(H + l->codes + t * sizeof(fl_code), &c->tables[t].code, sizeof(fl_code));
+    ((uint32_t *)(H + l->table_cls))[t] = c->tables[t].cls;
   }
+  *index_threads = scan_i[b->n_args];
+  *copy_threads = scan_c[b->n_args];
+  *dargs_out = dargs;
+  *host_out_out = host_out;
+  *x_out = x;
+  return FL_OK;
+}
+
+/* The index phase's launches on `stream`: header upload, index kernel, then
+ * the hit copy, with the counters' download forked onto `side` after the
+ * index kernel. fork: an event for the fork; prof (optional): timing events
+ * around the kernels. */
+static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
+                              uint64_t index_threads, uint64_t copy_threads, int clear_set,
+                              cudaStream_t stream, cudaStream_t side, cudaEvent_t *prof) {
+  uint8_t *D = x->dev, *H = x->host;
+  const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
+  uint64_t *locs = (uint64_t *)(D + l->locs);
+  int e = (int)cudaMemcpyAsync(D, H, l->header_end, cudaMemcpyHostToDevice, stream);
+  if (!e && prof) e = (int)cudaEventRecord(prof[0], stream);
+  if (!e)
+    e = fl_launch_index(b->c->parts[b->part].index, (const fl_code *)(D + l->codes), A,
+                        (const uint64_t *)(D + l->scan_index), b->n_args, index_threads, b->n_keys,
+                        (const uint32_t *)(D + l->now), locs, *m, clear_set, stream);
+  if (!e) e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
+  if (!e && prof) e = (int)cudaEventRecord(prof[1], stream);
+  if (!e)
+    e = fl_launch_copy_hits(A, (const uint64_t *)(D + l->scan_copy), b->n_args, copy_threads,
+                            locs, stream);
+  if (!e && prof) e = (int)cudaEventRecord(prof[2], stream);
+  if (!e) e = (int)cudaStreamWaitEvent(side, (cudaEvent_t)x->ready, 0);
+  if (!e)
+    e = (int)cudaMemcpyAsync(H + l->h_counters, D + l->counters, l->counter_bytes,
+                             cudaMemcpyDeviceToHost, side);
+  return e;
+}
+
+/* Captures the plan's index phase as a graph (after a run that left the
+ * miss set empty: the graph never clears it). On failure the plan keeps
+ * direct launches. */
+static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m) {
+  cudaStream_t cs = NULL;
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaEvent_t counted = NULL, join = NULL;
+  int ok = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess &&
+           cudaEventCreateWithFlags(&counted, cudaEventDisableTiming) == cudaSuccess &&
+           cudaEventCreateWithFlags(&join, cudaEventDisableTiming) == cudaSuccess &&
+           cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+  if (ok) {
+    cudaStream_t side = (cudaStream_t)pl->x->side;
+    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0, cs, side,
+                            NULL) == 0 &&
+         cudaEventRecordWithFlags(counted, side, cudaEventRecordExternal) == cudaSuccess &&
+         cudaEventRecord(join, side) == cudaSuccess && cudaStreamWaitEvent(cs, join, 0) == cudaSuccess;
+    ok = cudaStreamEndCapture(cs, &g) == cudaSuccess && ok;
+  }
+  ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
+  if (g) cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+  if (!ok) {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (counted) cudaEventDestroy(counted);
+    if (join) cudaEventDestroy(join);
+    if (cs) cudaStreamDestroy(cs);
+    pl->no_graph = 1;
+    return;
+  }
+  pl->exec = exec, pl->counted = counted, pl->join = join, pl->capture = cs;
+}
+
+/* A kept scratch is reused once its last query's and round's uses end. */
+static fl_status plan_reuse(fl_cache *c, fl_cuda_plan *pl) {
+  void *ev[2] = {pl->x->busy_until, pl->x->admit_done};
+  for (int i = 0; i < 2; i++)
+    if (!fl_cuda_event_done(c, ev[i]) && cudaEventSynchronize((cudaEvent_t)ev[i]) != cudaSuccess)
+      return fl_fail(c, FL_ERR_CUDA, "waiting for the prepared query's last run: %s",
+                     cudaGetErrorString(cudaGetLastError()));
+  return FL_OK;
+}
+
+fl_status fl_query_part_cuda(fl_part_batch *b) {
+  fl_cache *c = b->c;
+  cudaStream_t stream = (cudaStream_t)b->stream;
+  fl_status st = FL_OK;
+  uint64_t t0 = fl_now_ns();
+  fl_cuda_plan *pl = b->plan;
+  fl_batch_arg *dargs = NULL;
+  uint8_t **host_out = NULL;
+  layout l;
+  fl_scratch *x = NULL;
+  uint64_t index_threads = 0, copy_threads = 0;
+  if (pl && pl->x) {
+    if ((st = plan_reuse(c, pl)) != FL_OK) return st;
+    dargs = pl->dargs, host_out = pl->host_out, l = pl->l, x = pl->x;
+    index_threads = pl->index_threads, copy_threads = pl->copy_threads;
+  } else {
+    st = build_header(b, &dargs, &host_out, &l, &x, &index_threads, &copy_threads);
+    if (st != FL_OK) return st;
+    if (pl) {
+      pl->dargs = dargs, pl->host_out = host_out, pl->l = l, pl->x = x;
+      pl->index_threads = index_threads, pl->copy_threads = copy_threads;
+    }
+  }
+  uint8_t *D = x->dev, *H = x->host;
+  refresh_header(b, &l, dargs, H, D);
 
   pthread_mutex_lock(&c->lock);
   int64_t ticket = fl_reclaim_begin(&c->reclaim);
   int want_refs = fl_cache_unified_limit(c, b->part) > 0;
   pthread_mutex_unlock(&c->lock);
   if (ticket < 0) {
-    fl_cuda_scratch_release(c, x);
-    free(dargs);
-    free(host_out);
+    if (!pl) {
+      fl_cuda_scratch_release(c, x);
+      free(dargs);
+      free(host_out);
+    }
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query");
   }
-  const fl_batch_arg *A = (const fl_batch_arg *)(D + l.args);
-  uint64_t *locs = (uint64_t *)(D + l.locs);
+  const uint64_t *offsets = (const uint64_t *)(H + l.offsets);
   uint64_t *uniq_ids = (uint64_t *)(H + l.h_uniq_ids), *uniq_refs = (uint64_t *)(H + l.h_uniq_refs);
   fl_miss_out m = {{(uint64_t *)(D + l.set_ids), (uint32_t *)(D + l.set_uid),
                     (uint32_t *)(D + l.set_count)},
@@ -304,6 +461,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   cudaEvent_t prof[3] = {NULL, NULL, NULL};
   for (int i = 0; i < 3 && c->cfg.profile; i++)
     if (cudaEventCreate(&prof[i]) != cudaSuccess) prof[i] = NULL;
+  int profiled = prof[0] && prof[1] && prof[2];
 #define TRY(call)                                                                      \
   do {                                                                                 \
     e = (int)(call);                                                                   \
@@ -313,26 +471,22 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
       goto done;                                                                       \
     }                                                                                  \
   } while (0)
-  TRY(cudaMemcpyAsync(D, H, l.header_end, cudaMemcpyHostToDevice, stream));
-  if (prof[0]) TRY(cudaEventRecord(prof[0], stream));
   /* The set is left empty after each use; a set at a new place or size (or
    * after a failed query) is cleared whole. It is dirty until this query
    * empties it again. */
   uint64_t set_slots = fl_miss_set_slots(b->n_keys, b->n_args);
   int clear_set = !(x->clean_set == D + l.set_ids && x->clean_slots == set_slots);
   x->clean_set = NULL;
-  TRY(fl_launch_index(c->parts[b->part].index, (const fl_code *)(D + l.codes), A,
-                      (const uint64_t *)(D + l.scan_index), b->n_args, scan_i[b->n_args],
-                      b->n_keys, b->now, locs, m, clear_set, stream));
-  /* The counters come down on the side stream while hits are copied. */
-  TRY(cudaEventRecord((cudaEvent_t)x->ready, stream));
-  if (prof[1]) TRY(cudaEventRecord(prof[1], stream));
-  TRY(fl_launch_copy_hits(A, (const uint64_t *)(D + l.scan_copy), b->n_args, scan_c[b->n_args],
-                          locs, stream));
-  if (prof[2]) TRY(cudaEventRecord(prof[2], stream));
-  TRY(cudaStreamWaitEvent((cudaStream_t)x->side, (cudaEvent_t)x->ready, 0));
-  TRY(cudaMemcpyAsync(H + l.h_counters, D + l.counters, l.counter_bytes, cudaMemcpyDeviceToHost,
-                      (cudaStream_t)x->side));
+  /* A prepared query's graph: the previous run is over (plan_reuse), so the
+   * graph's work orders after it on any stream. */
+  int graph = pl && pl->exec && !clear_set && !profiled;
+  if (graph) {
+    TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
+  } else {
+    /* The counters come down on the side stream while hits are copied. */
+    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, stream,
+                           (cudaStream_t)x->side, profiled ? prof : NULL));
+  }
   /* A batch after one with misses likely misses too: wake the fetch's
    * threads now, so that they spin while the index kernel runs instead of
    * being woken once the counters are down. */
@@ -340,7 +494,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     fl_workers_wake(c->workers, FL_FETCH_PREWAKE_NS);
     fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
   }
-  TRY(cudaStreamSynchronize((cudaStream_t)x->side));
+  if (graph) TRY(cudaEventSynchronize((cudaEvent_t)pl->counted));
+  else TRY(cudaStreamSynchronize((cudaStream_t)x->side));
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
   n_miss = counters[0];
@@ -348,9 +503,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   bad = counters[1];
   if (bad != ~0ull) {
     uint64_t id;
-    const fl_batch_arg *a = &b->args[fl_batch_find(offsets, b->n_args, bad)];
-    const fl_batch_arg *da = &dargs[fl_batch_find(offsets, b->n_args, bad)];
-    TRY(cudaMemcpy(&id, da->ids + (bad - a->key_offset), 8, cudaMemcpyDeviceToHost));
+    uint32_t a = fl_batch_find(offsets, b->n_args, bad);
+    TRY(cudaMemcpy(&id, dargs[a].ids + (bad - b->args[a].key_offset), 8, cudaMemcpyDeviceToHost));
     st = fl_query_range_error(b, bad, id);
     goto done;
   }
@@ -409,7 +563,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
                           cudaMemcpyDeviceToHost, stream));
 done:
 #undef TRY
-  if (prof[0] && prof[1] && prof[2] && st == FL_OK && cudaEventSynchronize(prof[2]) == cudaSuccess) {
+  if (profiled && st == FL_OK && cudaEventSynchronize(prof[2]) == cudaSuccess) {
     float index_ms = 0, copy_ms = 0;
     cudaEventElapsedTime(&index_ms, prof[0], prof[1]);
     cudaEventElapsedTime(&copy_ms, prof[1], prof[2]);
@@ -435,10 +589,14 @@ done:
     pthread_mutex_unlock(&c->lock);
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
   }
-  fl_cuda_scratch_release(c, x);
+  /* A plan whose run left the set empty captures its graph, once. */
+  if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_capture(b, pl, &m);
+  if (!pl) {
+    fl_cuda_scratch_release(c, x);
+    free(dargs);
+    free(host_out);
+  }
   free(gen);
-  free(dargs);
-  free(host_out);
   return st;
 }
 

@@ -21,9 +21,10 @@ __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint3
 
 __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                             const uint64_t *scan_g, uint32_t n_args, uint64_t threads,
-                            uint32_t now, uint64_t *locs, fl_miss_out m) {
+                            const uint32_t *now_p, uint64_t *locs, fl_miss_out m) {
   extern __shared__ uint64_t scan_s[];
   const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
+  const uint32_t now = *now_p;
   for (uint64_t base = blockIdx.x * (uint64_t)blockDim.x; base < threads;
        base += (uint64_t)gridDim.x * blockDim.x) {
     uint64_t tid = base + threadIdx.x;
@@ -166,7 +167,7 @@ unsigned grid_for(uint64_t threads) {
 
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
-                               uint64_t n_keys, uint32_t now, uint64_t *locs, fl_miss_out m,
+                               uint64_t n_keys, const uint32_t *now, uint64_t *locs, fl_miss_out m,
                                int clear_set, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   uint64_t slots = fl_miss_set_slots(n_keys, n_args);

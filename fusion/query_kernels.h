@@ -29,12 +29,14 @@ typedef struct fl_miss_out {
  * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
  * cached vector), and deduplicates misses and unified-index hits into unique
  * rows (miss_set.h). The counters must hold their start values (counters[0]
- * and per_arg 0, counters[1] ~0). The launcher clears the set when
- * clear_set (else it must be empty already: see fl_launch_miss_reset). scan: n_args + 1 thread offsets (1 thread per
- * key). */
+ * and per_arg 0, counters[1] ~0). The launcher clears the set when clear_set
+ * (else it must be empty already: see fl_launch_miss_reset). scan: n_args + 1
+ * thread offsets (1 thread per key). now: the batch counter, read from device
+ * memory (a launch graph replays the launch with each run's value there). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
-                    uint32_t now, uint64_t *locs, fl_miss_out m, int clear_set, void *stream);
+                    const uint32_t *now, uint64_t *locs, fl_miss_out m, int clear_set,
+                    void *stream);
 /* Empties the set slots of m's n missed positions once nothing reads them:
  * the set is then empty again for the next batch of the same shape. */
 int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream);

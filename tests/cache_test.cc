@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -603,6 +604,79 @@ TEST_P(CacheTest, HottestKeyOfTheLastTableIsCachedWhenThePoolFills) {
     for (size_t i = 0; i < kHot; i++)
       ASSERT_EQ(out[3][i * 16 + 5], fl_synthetic_value(3, 3, 7, 5));
   }
+}
+
+// A prepared query answers like fl_query for whatever ids its buffers hold
+// at each run (CUDA: two tables' buffers on the device, two in pageable host
+// memory, so both kinds of place are found once); an out-of-range id fails
+// the run and the next run is fine; bad queries fail at prepare.
+TEST_P(CacheTest, PreparedQueryAnswersLikeQuery) {
+  fl::Cache c = MakeCache(Config(1 << 20));
+  ASSERT_NE(c, nullptr);
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  const size_t n = 300, nt = tables_.size();
+  std::vector<std::vector<uint64_t>> ids(nt, std::vector<uint64_t>(n));
+  std::vector<std::vector<uint8_t>> out(nt), want(nt);
+  std::vector<void *> dev(2 * nt, nullptr);
+  std::vector<fl_table_query> q(nt), w(nt);
+  for (size_t t = 0; t < nt; t++) {
+    out[t].assign(n * RowBytes(tables_[t]), 0xAB);
+    want[t].assign(out[t].size(), 0xCD);
+    q[t] = {(uint32_t)t, ids[t].data(), n, out[t].data()};
+    w[t] = {(uint32_t)t, ids[t].data(), n, want[t].data()};
+    if (cuda && t % 2 == 0) {
+      ASSERT_EQ(cudaMalloc(&dev[2 * t], n * 8), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dev[2 * t + 1], out[t].size()), cudaSuccess);
+      q[t].ids = (const uint64_t *)dev[2 * t];
+      q[t].out = dev[2 * t + 1];
+    }
+  }
+  cudaStream_t stream = nullptr;
+  if (cuda) ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  fl_prepared *raw = nullptr;
+  FL_ASSERT_OK_CACHE(fl_query_prepare(c.get(), q.data(), (uint32_t)nt, &raw), c.get());
+  std::unique_ptr<fl_prepared, void (*)(fl_prepared *)> p(raw, fl_prepared_destroy);
+  // Rewrites the buffers' ids (on the device too), runs, reads the answers.
+  auto run = [&](const std::vector<std::vector<uint64_t>> &next) {
+    for (size_t t = 0; t < nt; t++) {
+      ids[t] = next[t];
+      if (dev[2 * t]) cudaMemcpy(dev[2 * t], ids[t].data(), n * 8, cudaMemcpyHostToDevice);
+    }
+    fl_status st = fl_prepared_run(p.get(), stream);
+    if (cuda) EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    for (size_t t = 0; t < nt && st == FL_OK; t++)
+      if (dev[2 * t + 1])
+        cudaMemcpy(out[t].data(), dev[2 * t + 1], out[t].size(), cudaMemcpyDeviceToHost);
+    return st;
+  };
+  std::mt19937_64 rng(61);
+  for (int round = 0; round < 6; round++) {
+    FL_ASSERT_OK_CACHE(run(Ids(rng, n)), c.get());
+    FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nt, FL_MISSING_ZERO, nullptr),
+                       store_.get());
+    for (size_t t = 0; t < nt; t++)
+      ASSERT_EQ(out[t], want[t]) << "round " << round << ", table " << t;
+  }
+  EXPECT_EQ(Stats(c.get()).lookups, 6 * n * nt);
+  // An id out of range (table 0 holds 50) fails the run and names it.
+  auto bad = Ids(rng, n);
+  bad[0][17] = 50;
+  EXPECT_EQ(run(bad), FL_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("id 50 at position 17"), std::string::npos)
+      << fl_cache_last_error(c.get());
+  FL_ASSERT_OK_CACHE(run(Ids(rng, n)), c.get());
+  // Bad queries fail at prepare, with nothing returned.
+  fl_prepared *none = (fl_prepared *)&raw;
+  q[1].table = 9;
+  EXPECT_EQ(fl_query_prepare(c.get(), q.data(), (uint32_t)nt, &none), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("table 9 does not exist"), std::string::npos);
+  EXPECT_EQ(fl_query_prepare(c.get(), q.data(), (uint32_t)nt, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_prepared_run(nullptr, stream), FL_ERR_INVALID_ARGUMENT);
+  fl_prepared_destroy(nullptr);
+  p.reset();
+  for (void *d : dev) cudaFree(d);
+  if (stream) cudaStreamDestroy(stream);
 }
 
 TEST_P(CacheTest, BudgetIsRespected) {

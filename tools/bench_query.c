@@ -1,7 +1,10 @@
 /* bench_query.c: the query-path benchmark on a GPU machine. On the 26 Criteo
  * Kaggle tables (fp32 dim 32, Zipf 1.05 ids scattered by a fixed bijection):
  *   - all-hit fl_query latency for batches of 16,384 and 256 samples, flat
- *     layout against the per-table layout at the same budget, device buffers;
+ *     layout against the per-table layout at the same budget, device buffers,
+ *     and the same flat batches as prepared queries (fl_prepared_run); with
+ *     each, the p50 of the call's own time (the host time before the stream
+ *     wait);
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu).
@@ -40,7 +43,7 @@ typedef struct batch {
 typedef struct result {
   const char *layout;
   uint32_t samples;
-  double hit_rate, p50_us, p99_us;
+  double hit_rate, p50_us, p99_us, call_p50_us;
 } result;
 
 static void die(const char *what, const char *msg) {
@@ -91,9 +94,15 @@ static void free_batch(batch *b) {
   }
 }
 
-static void query(fl_cache *c, batch *b, cudaStream_t s) {
-  if (fl_query(c, b->q, N_TABLES, s) != FL_OK) die("fl_query", fl_cache_last_error(c));
+/* One query, through the prepared handle when p; returns the call's own
+ * time in us (the stream is waited for after). */
+static double query(fl_cache *c, fl_prepared *p, batch *b, cudaStream_t s) {
+  double t0 = now_us();
+  fl_status st = p ? fl_prepared_run(p, s) : fl_query(c, b->q, N_TABLES, s);
+  double t1 = now_us();
+  if (st != FL_OK) die(p ? "fl_prepared_run" : "fl_query", fl_cache_last_error(c));
   if (cudaStreamSynchronize(s) != cudaSuccess) die("cuda", "stream synchronize failed");
+  return t1 - t0;
 }
 
 static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, int profile) {
@@ -109,23 +118,31 @@ static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, 
   return c;
 }
 
-/* Warms the cache on the batch until nothing more enters, then times it. */
-static result measure(fl_cache *c, batch *b, const char *layout, int reps, cudaStream_t s) {
-  for (int i = 0; i < 3; i++) query(c, b, s);
+/* Warms the cache on the batch until nothing more enters, then times it
+ * (prepared: through one prepared handle). */
+static result measure(fl_cache *c, batch *b, const char *layout, int prepared, int reps,
+                      cudaStream_t s) {
+  fl_prepared *p = NULL;
+  if (prepared && fl_query_prepare(c, b->q, N_TABLES, &p) != FL_OK)
+    die("fl_query_prepare", fl_cache_last_error(c));
+  for (int i = 0; i < 3; i++) query(c, p, b, s);
   fl_cache_stats st;
   fl_cache_stats_reset(c);
-  query(c, b, s);
+  query(c, p, b, s);
   fl_cache_stats_get(c, &st, NULL, 0);
-  double *t = malloc(reps * sizeof *t);
+  double *t = malloc(reps * sizeof *t), *call = malloc(reps * sizeof *call);
   for (int r = 0; r < reps; r++) {
     double t0 = now_us();
-    query(c, b, s);
+    call[r] = query(c, p, b, s);
     t[r] = now_us() - t0;
   }
   qsort(t, reps, sizeof *t, cmp_double);
+  qsort(call, reps, sizeof *call, cmp_double);
   result res = {layout, b->samples, (double)st.hits / (double)st.lookups, t[reps / 2],
-                t[(int)(reps * 0.99)]};
+                t[(int)(reps * 0.99)], call[reps / 2]};
   free(t);
+  free(call);
+  fl_prepared_destroy(p);
   return res;
 }
 
@@ -164,24 +181,24 @@ int main(int argc, char **argv) {
   batch big, small;
   make_batch(&big, 16384, card, 1);
   make_batch(&small, 256, card, 2);
-  result res[4];
+  result res[6];
   int n_res = 0;
-  const fl_layout layouts[2] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE};
-  const char *names_l[2] = {"flat", "per-table"};
-  for (int l = 0; l < 2; l++) {
+  const fl_layout layouts[3] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT};
+  const char *names_l[3] = {"flat", "per-table", "prepared"};
+  for (int l = 0; l < 3; l++) {
     fl_cache *c = make_cache(store, layouts[l], o.budget, 0);
-    res[n_res++] = measure(c, &big, names_l[l], o.reps, s);
+    res[n_res++] = measure(c, &big, names_l[l], l == 2, o.reps, s);
     fl_cache_destroy(c);
     c = make_cache(store, layouts[l], o.budget, 0);
-    res[n_res++] = measure(c, &small, names_l[l], o.reps, s);
+    res[n_res++] = measure(c, &small, names_l[l], l == 2, o.reps, s);
     fl_cache_destroy(c);
   }
 
   /* Probe rate: the fused index kernel's device time on the all-hit batch. */
   fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1);
-  for (int i = 0; i < 3; i++) query(c, &big, s);
+  for (int i = 0; i < 3; i++) query(c, NULL, &big, s);
   fl_cache_stats_reset(c);
-  for (int r = 0; r < o.reps; r++) query(c, &big, s);
+  for (int r = 0; r < o.reps; r++) query(c, NULL, &big, s);
   fl_cache_stats st;
   fl_cache_stats_get(c, &st, NULL, 0);
   uint64_t keys_per_batch = 16384ull * N_TABLES;
@@ -209,12 +226,12 @@ int main(int argc, char **argv) {
 
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
          prop.name, o.scale, DIM, o.budget / 1048576.0, o.reps);
-  printf("%-10s %8s %8s %8s %10s %10s %12s\n", "layout", "samples", "keys", "hit%", "p50 us",
-         "p99 us", "Mkeys/s p50");
+  printf("%-10s %8s %8s %8s %10s %10s %12s %12s\n", "layout", "samples", "keys", "hit%", "p50 us",
+         "p99 us", "Mkeys/s p50", "call p50 us");
   for (int i = 0; i < n_res; i++)
-    printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f\n", res[i].layout, res[i].samples,
+    printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f\n", res[i].layout, res[i].samples,
            res[i].samples * N_TABLES, 100 * res[i].hit_rate, res[i].p50_us, res[i].p99_us,
-           res[i].samples * N_TABLES / res[i].p50_us);
+           res[i].samples * N_TABLES / res[i].p50_us, res[i].call_p50_us);
   printf("per-table / flat p50: 16384 samples %.2fx, 256 samples %.2fx\n", res[2].p50_us / res[0].p50_us,
          res[3].p50_us / res[1].p50_us);
   printf("probe, %llu keys, index load %.3f (%llu entries / %llu slots):\n",
@@ -231,8 +248,10 @@ int main(int argc, char **argv) {
     fprintf(f, "{\"gpu\": \"%s\", \"scale\": %g, \"budget_bytes\": %llu, \"reps\": %d, \"latency\": [", prop.name,
             o.scale, (unsigned long long)o.budget, o.reps);
     for (int i = 0; i < n_res; i++)
-      fprintf(f, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, \"p99_us\": %.2f}",
-              i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us, res[i].p99_us);
+      fprintf(f, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
+              "\"p99_us\": %.2f, \"call_p50_us\": %.2f}",
+              i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
+              res[i].p99_us, res[i].call_p50_us);
     fprintf(f, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
             "\"ratio\": %.4f, \"copy_us\": %.2f}}\n",
             (unsigned long long)keys_per_batch, load, index_us, base_ms * 1e3, ours_gkps / base_gkps, copy_us);

@@ -1,0 +1,57 @@
+/* prepared.c: prepared queries (fl_query_prepare): fl_query's checks and, on
+ * CUDA, where each buffer lives, done once for many runs; a call that is one
+ * part batch (flat layout, at most FL_LAUNCH_MAX_QUERIES queries) also keeps
+ * its scratch and replays its launches as a graph (query_cuda.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "fusion/query.h"
+#include "fusion/query_kernels.h"
+
+struct fl_prepared {
+  fl_cache *c;
+  fl_table_query *queries; /* the caller's, copied */
+  uint32_t n;
+  fl_query_view *views;    /* CUDA: per query; host backend: NULL */
+  fl_cuda_plan *plan;      /* CUDA, one part batch: its kept scratch and graph; else NULL */
+};
+
+fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
+                           fl_prepared **out) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_query_prepare: cache is NULL");
+  if (!out) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query_prepare: out is NULL");
+  *out = NULL;
+  fl_status st = fl_query_validate(c, queries, n_queries);
+  if (st != FL_OK) return st;
+  fl_prepared *p = calloc(1, sizeof *p);
+  size_t n = n_queries ? n_queries : 1;
+  int cuda = c->backend == FL_BACKEND_CUDA;
+  if (p) p->queries = malloc(n * sizeof *p->queries);
+  int one_batch = c->n_parts == 1 && n_queries <= FL_LAUNCH_MAX_QUERIES;
+  if (p && cuda) p->views = malloc(n * sizeof *p->views);
+  if (p && cuda && one_batch) p->plan = fl_cuda_plan_create();
+  if (!p || !p->queries || (cuda && !p->views) || (cuda && one_batch && !p->plan)) {
+    fl_prepared_destroy(p);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "fl_query_prepare: out of host memory");
+  }
+  p->c = c;
+  p->n = n_queries;
+  if (n_queries) memcpy(p->queries, queries, n_queries * sizeof *queries);
+  if (cuda) fl_query_cuda_views(p->queries, n_queries, p->views);
+  *out = p;
+  return FL_OK;
+}
+
+fl_status fl_prepared_run(fl_prepared *p, void *stream) {
+  if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prepared_run: prepared query is NULL");
+  return fl_query_run(p->c, p->queries, p->n, stream, p->views, p->plan);
+}
+
+void fl_prepared_destroy(fl_prepared *p) {
+  if (!p) return;
+  fl_cuda_plan_destroy(p->c, p->plan);
+  free(p->queries);
+  free(p->views);
+  free(p);
+}
