@@ -396,13 +396,20 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
   pl->exec = exec, pl->counted = counted, pl->join = join, pl->capture = cs;
 }
 
-/* A kept scratch is reused once its last query's and round's uses end. */
-static fl_status plan_reuse(fl_cache *c, fl_cuda_plan *pl) {
+/* A kept scratch is reused once its last query's and round's uses end: the
+ * new run's work waits for them on the device. The host needs no wait: what
+ * it writes before the counters come down (the header's counters, batch
+ * counter and host ids) no earlier use reads any more, since the last run
+ * waited for its own counters; the rest it writes after this run's counters
+ * are down, so after the waits. */
+static fl_status plan_reuse(fl_cache *c, fl_cuda_plan *pl, cudaStream_t stream) {
   void *ev[2] = {pl->x->busy_until, pl->x->admit_done};
-  for (int i = 0; i < 2; i++)
-    if (!fl_cuda_event_done(c, ev[i]) && cudaEventSynchronize((cudaEvent_t)ev[i]) != cudaSuccess)
-      return fl_fail(c, FL_ERR_CUDA, "waiting for the prepared query's last run: %s",
-                     cudaGetErrorString(cudaGetLastError()));
+  for (int i = 0; i < 2; i++) {
+    cudaError_t e = cudaStreamWaitEvent(stream, (cudaEvent_t)ev[i], 0);
+    if (e != cudaSuccess)
+      return fl_fail(c, FL_ERR_CUDA, "ordering after the prepared query's last run: %s",
+                     cudaGetErrorString(e));
+  }
   return FL_OK;
 }
 
@@ -418,7 +425,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_scratch *x = NULL;
   uint64_t index_threads = 0, copy_threads = 0;
   if (pl && pl->x) {
-    if ((st = plan_reuse(c, pl)) != FL_OK) return st;
+    if ((st = plan_reuse(c, pl, stream)) != FL_OK) return st;
     dargs = pl->dargs, host_out = pl->host_out, l = pl->l, x = pl->x;
     index_threads = pl->index_threads, copy_threads = pl->copy_threads;
   } else {
@@ -477,8 +484,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   uint64_t set_slots = fl_miss_set_slots(b->n_keys, b->n_args);
   int clear_set = !(x->clean_set == D + l.set_ids && x->clean_slots == set_slots);
   x->clean_set = NULL;
-  /* A prepared query's graph: the previous run is over (plan_reuse), so the
-   * graph's work orders after it on any stream. */
+  /* A prepared query's graph: its work orders after the previous run's on
+   * any stream (plan_reuse). */
   int graph = pl && pl->exec && !clear_set && !profiled;
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
