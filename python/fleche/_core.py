@@ -560,8 +560,12 @@ class Cache(_Owner):
 
         Every check of query() is done here, once, with the same exceptions;
         missing outputs are allocated here as query() would allocate them (for
-        torch outputs, on torch's current stream now). PreparedQuery.run()
-        then only orders the streams and calls fl_query.
+        torch outputs, on torch's current stream now), and fl_query_prepare
+        makes the C handle (on CUDA it finds once where each buffer lives, and
+        its runs replay the lookup's launches as one CUDA graph).
+        PreparedQuery.run() then only orders the streams and calls
+        fl_prepared_run. The cache's C object is destroyed only once its
+        prepared queries are closed (or collected), even after Cache.close().
 
         Between runs the caller may change the contents of the ids (fill them
         in place: ids[:] = ..., ids.copy_(...)), never their address, shape,
@@ -580,7 +584,15 @@ class Cache(_Owner):
         """
         if self._h.closed:
             raise InvalidArgument("the cache is closed")
-        return PreparedQuery(self, self._bind(queries, out, None), queries)
+        b = self._bind(queries, out, None)
+        ptr = self._h.enter()
+        try:
+            made = ctypes.c_void_p()
+            self._check(L.fl_query_prepare(ptr, b.address, b.count, ctypes.byref(made)), ptr)
+            handle = Handle(made.value, L.fl_prepared_destroy, "prepared query", parent=self._h)
+        finally:
+            self._h.leave()
+        return PreparedQuery(self, b, queries, handle)
 
     def _bind(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]],
               stream: Any) -> "_Binding":
@@ -639,19 +651,27 @@ class Cache(_Owner):
         return _Binding(array("Q", words), result, owners, handle, source, torch_device,
                         dlpack, allocated)
 
-    def _launch(self, b: "_Binding", handle: int) -> None:
+    def _launch(self, b: "_Binding", handle: int, prepared: Optional[Handle] = None) -> None:
         """Runs a bound query on stream `handle`: makes it wait for torch's
         current stream when the two differ (record_stream of the outputs
-        fleche allocated, once per stream), then one fl_query, GIL released."""
+        fleche allocated, once per stream), then one fl_query (or
+        fl_prepared_run of `prepared`), GIL released."""
         if b.torch_device:
             consumer = torch_order(handle, self._device)
             if consumer is not None and b.allocated and handle not in b.recorded:
                 for o in b.allocated:  # torch's allocator may reuse them only after `handle`
                     o.record_stream(consumer)
                 b.recorded.add(handle)
-        ptr = self._h.enter()
+        ptr = self._h.enter()  # a closed cache refuses prepared runs too
         try:
-            self._check(L.fl_query(ptr, b.address, b.count, handle), ptr)
+            if prepared is None:
+                self._check(L.fl_query(ptr, b.address, b.count, handle), ptr)
+            else:
+                pptr = prepared.enter()
+                try:
+                    self._check(L.fl_prepared_run(pptr, handle), ptr)
+                finally:
+                    prepared.leave()
         finally:
             self._h.leave()
 
@@ -760,7 +780,7 @@ class _Binding:
 
 class PreparedQuery:
     """A query with its buffers bound once (Cache.prepare): run() costs one
-    fl_query and the stream ordering, none of query()'s checks.
+    fl_prepared_run and the stream ordering, none of query()'s checks.
 
         q = cache.prepare({"user": ids}, out={"user": vecs})   # or out=None: allocated here
         for batch in batches:
@@ -772,10 +792,12 @@ class PreparedQuery:
     Use it as a context manager, or call close(), to release the buffers.
     """
 
-    def __init__(self, cache: Cache, binding: _Binding, queries: Mapping[TableRef, Any]) -> None:
+    def __init__(self, cache: Cache, binding: _Binding, queries: Mapping[TableRef, Any],
+                 handle: Handle) -> None:
         self._cache = cache
         self._b: Optional[_Binding] = binding
         self._ids = dict(queries)
+        self._h = handle  # the fl_prepared; a dependent of the cache's handle
 
     @property
     def cache(self) -> Cache:
@@ -806,7 +828,7 @@ class PreparedQuery:
 
     def run(self, stream: Any = None) -> Dict[TableRef, Any]:
         """Looks up the current contents of the bound ids into the bound
-        outputs (one fl_query, GIL released).
+        outputs (one fl_prepared_run, GIL released).
 
         Args:
             stream: as for Cache.query: an int cudaStream_t, a
@@ -830,13 +852,20 @@ class PreparedQuery:
             handle = stream_handle(stream)
         for obj, what in b.dlpack:
             dlpack_order(obj, what, handle)
-        self._cache._launch(b, handle)
+        self._cache._launch(b, handle, self._h)
         return b.result
 
     def close(self) -> None:
-        """Releases the buffers (idempotent); later runs raise InvalidArgument."""
+        """Destroys the C handle after a run in flight and releases the buffers
+        (idempotent); later runs raise InvalidArgument."""
         self._b = None
         self._ids = {}
+        self._h.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.close()
 
     def __enter__(self) -> "PreparedQuery":
         return self

@@ -172,6 +172,7 @@ lib = _load()
 _status = c_int
 _store_p = c_void_p
 _cache_p = c_void_p
+_prepared_p = c_void_p
 _encoding_p = c_void_p
 _u64p = c_void_p  # ids: raw addresses of NumPy / device buffers
 
@@ -221,6 +222,9 @@ _decl("fl_cache_last_error", c_char_p, _cache_p)
 _decl("fl_cache_backend", c_int, _cache_p)
 # queries: an address (a ctypes array of fl_table_query, or QUERY_WORDS words each)
 _decl("fl_query", _status, _cache_p, c_void_p, c_uint32, c_void_p)
+_decl("fl_query_prepare", _status, _cache_p, c_void_p, c_uint32, POINTER(_prepared_p))
+_decl("fl_prepared_run", _status, _prepared_p, c_void_p)
+_decl("fl_prepared_destroy", None, _prepared_p)
 _decl("fl_cache_sync", _status, _cache_p)
 _decl("fl_cache_reserve", _status, _cache_p, c_uint64, c_uint32)
 _decl("fl_cache_set_unified_entries", _status, _cache_p, c_uint64)

@@ -50,17 +50,34 @@ class DLPackOnly:
 
 @pytest.fixture
 def c_calls(monkeypatch):
-    """The fl_query calls made during a test: ([(table, ids, n, out), ...], stream)."""
+    """The queries C ran during a test: ([(table, ids, n, out), ...], stream)
+    per fl_query and per fl_prepared_run (whose spans are the ones its handle
+    was prepared with)."""
     lib = fleche._lib.lib
-    real = lib.fl_query
-    calls = []
+    real_query, real_prepare, real_run = lib.fl_query, lib.fl_query_prepare, lib.fl_prepared_run
+    calls, prepared = [], {}
 
-    def spy(cache, queries, n, stream):
+    def spans(queries, n):
         qs = (fleche._lib.fl_table_query * n).from_address(queries) if n else []
-        calls.append(([(q.table, q.ids, q.n, q.out) for q in qs], stream or 0))
-        return real(cache, queries, n, stream)
+        return [(q.table, q.ids, q.n, q.out) for q in qs]
 
-    monkeypatch.setattr(lib, "fl_query", spy)
+    def query(cache, queries, n, stream):
+        calls.append((spans(queries, n), stream or 0))
+        return real_query(cache, queries, n, stream)
+
+    def prepare(cache, queries, n, out):
+        st = real_prepare(cache, queries, n, out)
+        if st == fleche._lib.FL_OK:
+            prepared[out._obj.value] = spans(queries, n)
+        return st
+
+    def run(p, stream):
+        calls.append((prepared[p], stream or 0))
+        return real_run(p, stream)
+
+    monkeypatch.setattr(lib, "fl_query", query)
+    monkeypatch.setattr(lib, "fl_query_prepare", prepare)
+    monkeypatch.setattr(lib, "fl_prepared_run", run)
     return calls
 
 

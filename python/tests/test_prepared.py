@@ -13,16 +13,22 @@ N = {"user": 64, "item": 40, "ctx": 17, "ad": 33}  # ids per table in a batch
 
 @pytest.fixture
 def c_calls(monkeypatch):
-    """Counts the fl_query calls (a spy on the ctypes function)."""
+    """The C query calls made, by name: fl_query, fl_query_prepare and
+    fl_prepared_run (spies on the ctypes functions)."""
     lib = fleche._lib.lib
-    real = lib.fl_query
     calls = []
 
-    def spy(*args):
-        calls.append(args)
-        return real(*args)
+    def spy_on(name):
+        real = getattr(lib, name)
 
-    monkeypatch.setattr(lib, "fl_query", spy)
+        def spy(*args):
+            calls.append(name)
+            return real(*args)
+
+        monkeypatch.setattr(lib, name, spy)
+
+    for name in ("fl_query", "fl_query_prepare", "fl_prepared_run"):
+        spy_on(name)
     return calls
 
 
@@ -149,7 +155,8 @@ def test_run_after_close(store, cache, c_calls):
     ids = np.array([1, 2], np.uint64)
     q = cache.prepare({"user": ids})
     q.run()
-    n = len(c_calls)
+    assert c_calls == ["fl_query_prepare", "fl_prepared_run"]  # one C handle, no fl_query
+    n = c_calls.count("fl_prepared_run")
     q.close()
     q.close()  # idempotent
     assert q.closed and "closed" in repr(q)
@@ -163,7 +170,8 @@ def test_run_after_close(store, cache, c_calls):
         q2.run()
     with pytest.raises(fleche.InvalidArgument, match="the cache is closed"):
         cache.prepare({"user": ids})
-    assert len(c_calls) == n
+    q2.close()  # the cache's C object goes with its last prepared query
+    assert c_calls.count("fl_prepared_run") == n
     q3 = None
     with fleche.Cache(store, backend="host", budget_bytes=8 << 20) as c:
         q3 = c.prepare({"user": ids})
