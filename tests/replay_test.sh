@@ -23,6 +23,13 @@ grep -q "<svg" "$T/r.svg" || fail "plot is an svg"
 grep -q "0 mismatches" "$T/h.txt" || fail "hashed replay verifies"
 grep -q "unified index [1-9]" "$T/h.txt" || fail "pointers are hit"
 
+# Prepared queries, kept while batches keep their shape: the same answers.
+"$REPLAY" --tables 1000,50,20000 --batch 512 --batches 6 --prepared --verify --quiet \
+  > "$T/p.txt" || fail "prepared replay"
+grep -q "0 mismatches" "$T/p.txt" || fail "prepared replay verifies"
+"$REPLAY" --prepared --verify --quiet --batch 256 "$CRITEO" > "$T/pc.txt" || fail "prepared Criteo replay"
+grep -q "0 mismatches" "$T/pc.txt" || fail "prepared Criteo replay verifies"
+
 "$REPLAY" --compare --verify --quiet --batch 256 "$CRITEO" > "$T/c.txt" || fail "Criteo replay"
 grep -q "flat / per-table" "$T/c.txt" || fail "compare prints ratios"
 

@@ -42,6 +42,7 @@ typedef struct fl_replay_opts {
   const char *store_ns;     /* with store: the model's key namespace, NULL: the default */
   double dram_budget_pct;   /* with store: local DRAM tier budget, % of the model's bytes */
   int verify;
+  int prepared;             /* answer through prepared queries (fl_query_prepare) */
   const char *json;
   const char *plot;
   int quiet;                /* no progress bar */
@@ -88,11 +89,14 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
 
 typedef struct fl_runner fl_runner;
 
-/* Output buffers (device ones on the CUDA backend), the stream, the queries. */
-fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, fl_runner **out);
+/* Output buffers (device ones on the CUDA backend), the stream, the queries.
+ * prepared: batches run through a prepared query on the runner's buffers,
+ * prepared again (untimed) when a batch's shape differs from the last. */
+fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int prepared,
+                           fl_runner **out);
 void fl_runner_destroy(fl_runner *r);
-/* Queries one batch and waits for it: *ms is the wall time of fl_query plus
- * the stream synchronisation (ids already in place). With verify, sampled rows
+/* Queries one batch and waits for it: *ms is the wall time of fl_query (or
+ * fl_prepared_run) plus the stream synchronisation (ids already in place). With verify, sampled rows
  * are then compared with fl_store_gather. */
 fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms);
 uint64_t fl_runner_verified(const fl_runner *r);

@@ -65,6 +65,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   /* Flags without a value. */
   if (!strcmp(a, "--compare")) return o->compare = 1;
   if (!strcmp(a, "--verify")) return o->verify = 1;
+  if (!strcmp(a, "--prepared")) return o->prepared = 1;
   if (!strcmp(a, "--quiet")) return o->quiet = 1;
   if (!strcmp(a, "--fp16")) return o->dtype = FL_FP16, 1;
   if (!strcmp(a, "--hashed")) return o->hashed = 1;
@@ -170,6 +171,9 @@ void fl_replay_print_options(FILE *f) {
       "  --compare           run flat and per-table, print the ratios\n"
       "  --backend B         auto|host|cuda [auto; env FL_BACKEND]\n"
       "  --threads N         host threads [all cores]\n"
+      "  --prepared          query through prepared queries (fl_query_prepare), as a\n"
+      "                      server with fixed buffers does; prepared again, untimed,\n"
+      "                      when a batch's shape changes\n"
       "Output:\n"
       "  --verify            check sampled rows of every batch against the store\n"
       "  --json FILE         the summary as JSON\n"

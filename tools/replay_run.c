@@ -121,7 +121,7 @@ fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout
   run->backend = fl_cache_backend(c);
   fprintf(stderr, "cache: %s layout, %s backend, budget %.1f MB\n", run->label,
           run->backend == FL_BACKEND_CUDA ? "CUDA" : "host", (double)run->budget_bytes / 1e6);
-  s = fl_runner_create(c, w, o->verify, &rn);
+  s = fl_runner_create(c, w, o->verify, o->prepared, &rn);
   fl_store_tier_stats_reset(w->store);
   if (s == FL_OK) s = replay_loop(w, o, c, rn, run);
   if (s == FL_OK) s = fl_cache_stats_get(c, &run->stats, run->tables, w->n_tables);

@@ -1,7 +1,9 @@
 /* replay_runner.c: queries one batch at a time through a cache and times it.
  * On the CUDA backend ids are copied to device memory and answers land in
  * device buffers before the clock starts, so a batch's time is fl_query plus
- * the stream synchronisation: what an inference server would wait for. */
+ * the stream synchronisation: what an inference server would wait for. With
+ * prepared queries, the ids go into the runner's own buffers (host ones too)
+ * and a prepared query over them is kept while batches keep their shape. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,10 @@
 enum { VERIFY_ROWS = 16 };
 
 typedef struct table_buf {
-  uint64_t *ids_dev; /* CUDA: device copy of the batch's ids */
-  void *out;         /* answers: device (CUDA) or host memory */
-  size_t cap;        /* ids the buffers hold */
+  uint64_t *ids_dev;  /* CUDA: device copy of the batch's ids */
+  uint64_t *ids_host; /* host backend, prepared: host copy of the batch's ids */
+  void *out;          /* answers: device (CUDA) or host memory */
+  size_t cap;         /* ids the buffers hold */
 } table_buf;
 
 struct fl_runner {
@@ -30,6 +33,8 @@ struct fl_runner {
   int verify;
   unsigned char *check;  /* VERIFY_ROWS rows of the widest table, twice */
   uint64_t verified, mismatches;
+  int prepared;          /* run through prepared queries */
+  fl_prepared *p;        /* over q as it is, NULL: prepare before the next run */
 };
 
 double fl_now(void) {
@@ -45,11 +50,13 @@ static fl_status cuda_fail(cudaError_t e, const char *what) {
 
 void fl_runner_destroy(fl_runner *r) {
   if (!r) return;
+  fl_prepared_destroy(r->p);
   for (uint32_t t = 0; r->buf && t < r->n_tables; t++) {
     if (r->cuda) {
       cudaFree(r->buf[t].ids_dev);
       cudaFree(r->buf[t].out);
     } else {
+      free(r->buf[t].ids_host);
       free(r->buf[t].out);
     }
   }
@@ -61,10 +68,12 @@ void fl_runner_destroy(fl_runner *r) {
   free(r);
 }
 
-fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, fl_runner **out) {
+fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int prepared,
+                           fl_runner **out) {
   fl_runner *r = calloc(1, sizeof *r);
   if (!r) return FL_ERR_OUT_OF_MEMORY;
   r->cache = c;
+  r->prepared = prepared;
   r->store = w->verify_store ? w->verify_store : w->store;
   r->n_tables = w->n_tables;
   r->cuda = fl_cache_backend(c) == FL_BACKEND_CUDA;
@@ -113,8 +122,16 @@ static fl_status reserve(fl_runner *r, uint32_t t, size_t n) {
     void *p = realloc(b->out, cap * r->row_bytes[t]);
     if (!p) return FL_ERR_OUT_OF_MEMORY;
     b->out = p;
+    if (r->prepared) {
+      uint64_t *ids = realloc(b->ids_host, cap * sizeof *ids);
+      if (!ids) return FL_ERR_OUT_OF_MEMORY;
+      b->ids_host = ids;
+    }
   }
   b->cap = cap;
+  /* The buffers moved: a prepared query over them is stale. */
+  fl_prepared_destroy(r->p);
+  r->p = NULL;
   return FL_OK;
 }
 
@@ -161,6 +178,11 @@ fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms) {
   for (uint32_t t = 0; t < r->n_tables; t++) {
     fl_status s = reserve(r, t, b->n[t] ? b->n[t] : 1);
     if (s != FL_OK) return s;
+    /* A prepared query is over fixed buffers of fixed sizes. */
+    if (r->q[t].n != b->n[t] || r->q[t].table != t) {
+      fl_prepared_destroy(r->p);
+      r->p = NULL;
+    }
     r->q[t].table = t;
     r->q[t].n = b->n[t];
     r->q[t].out = r->buf[t].out;
@@ -170,17 +192,29 @@ fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms) {
                                  cudaMemcpyHostToDevice);
       if (e != cudaSuccess) return cuda_fail(e, "cudaMemcpy of ids");
       r->q[t].ids = r->buf[t].ids_dev;
+    } else if (r->prepared && b->n[t]) {
+      memcpy(r->buf[t].ids_host, b->ids[t], b->n[t] * sizeof(uint64_t));
+      r->q[t].ids = r->buf[t].ids_host;
+    }
+  }
+  if (r->prepared && !r->p) {
+    fl_status s = fl_query_prepare(r->cache, r->q, r->n_tables, &r->p);
+    if (s != FL_OK) {
+      fprintf(stderr, "error: fl_query_prepare: %s: %s\n", fl_status_name(s),
+              fl_cache_last_error(r->cache));
+      return s;
     }
   }
   double t0 = fl_now();
-  fl_status s = fl_query(r->cache, r->q, r->n_tables, r->stream);
+  fl_status s = r->p ? fl_prepared_run(r->p, r->stream) : fl_query(r->cache, r->q, r->n_tables, r->stream);
   if (s == FL_OK && r->cuda) {
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)r->stream);
     if (e != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
   }
   *ms = 1e3 * (fl_now() - t0);
   if (s != FL_OK) {
-    fprintf(stderr, "error: fl_query: %s: %s\n", fl_status_name(s), fl_cache_last_error(r->cache));
+    fprintf(stderr, "error: %s: %s: %s\n", r->p ? "fl_prepared_run" : "fl_query", fl_status_name(s),
+            fl_cache_last_error(r->cache));
     return s;
   }
   return r->verify ? verify(r, b) : FL_OK;

@@ -212,7 +212,7 @@ fl_status fl_tune_run(const fl_workload *w, const fl_replay_opts *o, const fl_tu
             (unsigned long long)r->step, t->window);
     fprintf(log, "%8s  %-6s  %10s  %10s  %8s  %8s  %10s\n", "batch", "phase", "unified", "live",
             "dram_hit", "hit", "Mlookup/s");
-    s = fl_runner_create(u.c, w, o->verify, &rn);
+    s = fl_runner_create(u.c, w, o->verify, o->prepared, &rn);
   }
   if (s == FL_OK) s = start_search(&u);
   if (s == FL_OK) s = replay(&u, w, rn);
