@@ -21,7 +21,9 @@ done
 # it runs one case per process, each given FL_RACECHECK_TIMEOUT seconds
 # (default 60), over the 64-bit flat layout's tests but the two longest
 # (FL_RACECHECK_FILTER widens it; FL_SANITIZERS picks the tools). A case that
-# runs out of time counts as "not finished", apart from hazards.
+# runs out of time counts as "not finished", apart from hazards; 10 s before
+# its end the test binary's watchdog (tests/watchdog.cc) prints every
+# thread's stack into the case's log.
 if command -v compute-sanitizer >/dev/null; then
   for tool in ${FL_SANITIZERS:-memcheck racecheck}; do
     if [ "$tool" != racecheck ]; then
@@ -38,7 +40,9 @@ if command -v compute-sanitizer >/dev/null; then
     for t in $("$here/cache_test" --gtest_filter="$filter" --gtest_list_tests |
                awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}'); do
       log="$out/racecheck_${t//\//_}.log"
-      timeout "${FL_RACECHECK_TIMEOUT:-60}" compute-sanitizer --tool racecheck --error-exitcode 3 \
+      limit="${FL_RACECHECK_TIMEOUT:-60}"
+      FL_TEST_WATCHDOG_S=$((limit > 20 ? limit - 10 : 10)) timeout "$limit" \
+        compute-sanitizer --tool racecheck --error-exitcode 3 \
         "$here/cache_test" --gtest_filter="$t" >"$log" 2>&1
       case $? in
         0) clean=$((clean + 1)) ;;
