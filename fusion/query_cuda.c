@@ -335,7 +335,7 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
 
 /* The index phase's launches on `stream`: header upload, index kernel, then
  * the hit copy, with the counters' download forked onto `side` after the
- * index kernel. fork: an event for the fork; prof (optional): timing events
+ * index kernel (x->ready marks the fork). prof (optional): timing events
  * around the kernels. */
 static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
                               uint64_t index_threads, uint64_t copy_threads, int clear_set,

@@ -261,11 +261,20 @@ void AlternatingQueries(const std::vector<fl_table_desc> &d, uint32_t n, uint64_
   }
 }
 
+// The store AlternatingQueries asks: table "a" dense fp32, table "b" hashed
+// fp16 holding 5,000 ids, both filled with the synthetic rows of `seed`.
+Store AlternatingStore(uint64_t a_corpus, uint32_t a_dim, uint32_t b_dim, uint64_t seed,
+                       std::vector<fl_table_desc> *d) {
+  *d = {Desc("a", a_corpus, a_dim, FL_FP32, FL_IDS_DENSE), Desc("b", 5000, b_dim, FL_FP16, FL_IDS_HASHED)};
+  Store s = MakeStore(*d, 4);
+  for (uint32_t t = 0; t < 2; t++)
+    EXPECT_EQ(fl_store_fill_synthetic(s.get(), t, seed), FL_OK) << fl_store_last_error(s.get());
+  return s;
+}
+
 TEST(StoreTest, ManyQueriesAcrossTables) {
-  std::vector<fl_table_desc> d = {Desc("a", 5000, 8, FL_FP32, FL_IDS_DENSE),
-                                  Desc("b", 5000, 24, FL_FP16, FL_IDS_HASHED)};
-  Store s = MakeStore(d, 4);
-  for (uint32_t t = 0; t < 2; t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), t, 5), s.get());
+  std::vector<fl_table_desc> d;
+  Store s = AlternatingStore(5000, 8, 24, 5, &d);
   QuerySet set;
   AlternatingQueries(d, 40, 100, 37, &set);
   const auto &ids = set.ids;
@@ -316,10 +325,8 @@ void CheckPrefix(void *ctx, uint64_t rows) {
 }
 
 TEST(StoreTest, WatchedGatherReportsLandedRowsInOrder) {
-  std::vector<fl_table_desc> d = {Desc("a", 1 << 16, 32, FL_FP32, FL_IDS_DENSE),
-                                  Desc("b", 5000, 8, FL_FP16, FL_IDS_HASHED)};
-  Store s = MakeStore(d, 4);
-  for (uint32_t t = 0; t < 2; t++) FL_ASSERT_OK_STORE(fl_store_fill_synthetic(s.get(), t, 9), s.get());
+  std::vector<fl_table_desc> d;
+  Store s = AlternatingStore(1 << 16, 32, 8, 9, &d);
   QuerySet set;
   AlternatingQueries(d, 7, 900, 1531, &set);
   const auto &out = set.out;
