@@ -4,6 +4,7 @@
 #include "cache/admit_round.h"
 
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,9 +86,21 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
   c->parts[part].round = NULL;
 }
 
+void fl_round_failed(fl_cache *c, uint32_t part, fl_status st, const char *msg) {
+  fl_admit_round *r = c->parts[part].round;
+  r->failed = st;
+  snprintf(r->failed_msg, sizeof r->failed_msg, "%s", msg);
+}
+
 fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
+  if (r && r->failed != FL_OK) {
+    fl_status st = r->failed;
+    r->failed = FL_OK;
+    return fl_fail(c, st, "an earlier batch's admission round (part %u) could not be launched: %s",
+                   part, r->failed_msg);
+  }
   if (!r || !r->event) return FL_OK;
   if (!wait && !fl_cuda_event_done(c, r->event)) return FL_OK;
   cudaError_t e = cudaEventSynchronize((cudaEvent_t)r->event);

@@ -62,13 +62,17 @@ typedef struct fl_admit_round {
   uint64_t *cap;      /* per class: capacity of res and ret, in slots */
   uint64_t *top;      /* per class: slots on the reservoir, exact once settled */
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
+  fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
+  char failed_msg[256];
 } fl_admit_round;
 
 /* Per part of a CUDA cache (fl_part.round); the host backend has none. */
 fl_status fl_round_create(struct fl_cache *c, uint32_t part);
 void fl_round_destroy(struct fl_cache *c, uint32_t part);
 /* Applies the finished round's status to the part's counts (entries,
- * pointers, admissions, reservoirs). wait = 0: only if it is already over. */
+ * pointers, admissions, reservoirs). wait = 0: only if it is already over.
+ * Reports a round that failed, or whose launch failed (fl_round_failed),
+ * once. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
 /* Readies a round: settles the last, makes room and gives each class at
  * least need[cls] reservoir slots where the pool has them. The caller then
@@ -80,6 +84,9 @@ fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *ne
 fl_status fl_round_skip(struct fl_cache *c, uint32_t part, const uint8_t *skip);
 /* Enqueues the status download and the round's end event. */
 fl_status fl_round_end(struct fl_cache *c, uint32_t part);
+/* Keeps the failure of a round launched after its query returned, for the
+ * next settle to report. */
+void fl_round_failed(struct fl_cache *c, uint32_t part, fl_status st, const char *msg);
 
 #ifdef __cplusplus
 }

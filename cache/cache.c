@@ -10,6 +10,7 @@
 
 #include "cache/admission.h"
 #include "cache/admit_round.h"
+#include "common/courier.h"
 #include "common/error.h"
 #include "dram_store/store_internal.h"
 #include "encoding/encoder.h"
@@ -276,7 +277,6 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->n_tables = n;
   c->subscription = -1;
   pthread_mutex_init(&c->lock, NULL);
-  pthread_mutex_init(&c->round_lock, NULL);
   c->admit_threshold = fl_admit_threshold(cfg->admit_probability);
   for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
   st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);
@@ -288,10 +288,12 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->tables = calloc(n, sizeof *c->tables);
   c->generation = calloc(n, sizeof *c->generation);
   c->counters = calloc(n, sizeof *c->counters);
-  /* CUDA: one worker, for the store fetch that overlaps the admission's
-   * preparation (the fetch's gather has the store's own pool). */
-  c->workers = fl_workers_create(backend == FL_BACKEND_CUDA ? 2 : cfg->host_threads);
-  if (!c->tables || !c->generation || !c->counters || !c->workers) {
+  /* CUDA: the caller fetches with the store's own pool; the courier
+   * admits. */
+  if (backend == FL_BACKEND_CUDA) c->courier = fl_courier_create();
+  else c->workers = fl_workers_create(cfg->host_threads);
+  int threads = backend == FL_BACKEND_CUDA ? c->courier != NULL : c->workers != NULL;
+  if (!c->tables || !c->generation || !c->counters || !threads) {
     free(descs);
     fl_cache_destroy(c);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -323,6 +325,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
 void fl_cache_destroy(fl_cache *c) {
   if (!c) return;
   if (c->subscription >= 0) fl_store_unsubscribe(c->store, c->subscription);
+  fl_courier_destroy(c->courier); /* the last round launched */
   if (c->cuda) fl_cuda_state_sync(c);
   for (uint32_t p = 0; c->parts && p < c->n_parts; p++) {
     fl_round_destroy(c, p);
@@ -335,7 +338,6 @@ void fl_cache_destroy(fl_cache *c) {
   fl_workers_destroy(c->workers);
   fl_encoding_destroy(c->encoding);
   pthread_mutex_destroy(&c->lock);
-  pthread_mutex_destroy(&c->round_lock);
   free(c->parts);
   free(c->tables);
   free(c->generation);
@@ -346,6 +348,12 @@ void fl_cache_destroy(fl_cache *c) {
 const char *fl_cache_last_error(const fl_cache *c) { return fl_error_get(c); }
 
 fl_backend fl_cache_backend(const fl_cache *c) { return c ? c->backend : FL_BACKEND_AUTO; }
+
+/* CUDA: waits until every query's admission round that the courier holds is
+ * launched. Not under the lock. */
+static void rounds_launched(fl_cache *c) {
+  if (c->courier) fl_courier_idle(c->courier);
+}
 
 /* Tombstones every entry of part `p` and retires the slabs. Under c->lock. */
 static fl_status clear_part(fl_cache *c, uint32_t p) {
@@ -368,6 +376,7 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
 
 fl_status fl_cache_clear(fl_cache *c) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_clear: cache is NULL");
+  rounds_launched(c); /* a round of a query that returned before the clear is cleared too */
   pthread_mutex_lock(&c->lock);
   fl_status st = fl_cache_settle(c, 1);
   for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = clear_part(c, p);
@@ -378,6 +387,7 @@ fl_status fl_cache_clear(fl_cache *c) {
 
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
+  rounds_launched(c);
   pthread_mutex_lock(&c->lock);
   __atomic_store_n(&c->cfg.unified_entries, n, __ATOMIC_RELAXED); /* read outside the lock */
   /* Lowering the limit drops the coldest pointers now; raising it lets misses
@@ -438,6 +448,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
 
 fl_status fl_cache_sync(fl_cache *c) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_sync: cache is NULL");
+  rounds_launched(c);
   pthread_mutex_lock(&c->lock);
   fl_status st = fl_cache_settle(c, 1);
   pthread_mutex_unlock(&c->lock);

@@ -64,16 +64,18 @@ struct fl_cache {
   /* Guards index mutations, pools, reclamation, generations and the CUDA
    * scratch lists. Lookups (probes, copies) run outside it. */
   pthread_mutex_t lock;
-  /* CUDA: held by one batch's admission from its round's preparation to its
-   * launch, while the lock is let go in between for the store fetch; taken
-   * before the lock. */
-  pthread_mutex_t round_lock;
   fl_reclaim reclaim;
   uint64_t *generation;       /* per table: bumped by every store change */
   uint64_t batch;             /* batch counter: LRU clock and coin input */
 
-  fl_workers *workers;        /* host backend threads; CUDA: one, for the store fetch */
+  fl_workers *workers;        /* host backend threads; NULL on CUDA (the store gathers) */
   fl_cuda_state *cuda;        /* CUDA backend state, NULL on host */
+  /* CUDA: prepares and launches each batch's admission round, one at a
+   * time, after its query returned (fusion/query_cuda.c). Whoever needs the
+   * rounds launched (sync, clear, destroy, a prepared query reusing its
+   * scratch) waits for it to be idle, never under the lock, which its job
+   * takes. */
+  struct fl_courier *courier;
 
   /* Statistics. */
   _Atomic uint64_t queries, admissions, evictions, invalidations;

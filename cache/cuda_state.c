@@ -71,7 +71,6 @@ void fl_cuda_state_destroy(fl_cache *c) {
     fl_scratch *x = &s->scratch[i];
     cudaFree(x->dev);
     cudaFreeHost(x->host);
-    if (x->side) cudaStreamDestroy((cudaStream_t)x->side);
     if (x->ready) cudaEventDestroy((cudaEvent_t)x->ready);
     if (x->busy_until) cudaEventDestroy((cudaEvent_t)x->busy_until);
     if (x->admit_done) cudaEventDestroy((cudaEvent_t)x->admit_done);
@@ -187,22 +186,18 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
                      FL_MAX_CONCURRENT_QUERIES);
     }
     x = &s->scratch[s->n_scratch++];
-    cudaStream_t side;
+    /* Events never recorded count as fired: the set starts free. */
     cudaEvent_t ready, busy, admitted;
-    if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&ready, cudaEventDisableTiming) != cudaSuccess ||
+    if (cudaEventCreateWithFlags(&ready, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&admitted, cudaEventDisableTiming) != cudaSuccess) {
       s->n_scratch--;
       pthread_mutex_unlock(&c->lock);
-      return fl_fail(c, FL_ERR_CUDA, "creating a stream or event for query scratch failed");
+      return fl_fail(c, FL_ERR_CUDA, "creating the events of a query scratch set failed");
     }
-    x->side = side;
     x->ready = ready;
     x->busy_until = busy;
     x->admit_done = admitted;
-    cudaEventRecord(busy, side); /* fire at once: the set starts free */
-    cudaEventRecord(admitted, side);
   }
   x->in_use = 1;
   pthread_mutex_unlock(&c->lock);

@@ -24,8 +24,8 @@ typedef struct fl_scratch {
   size_t dev_bytes;
   void *host;         /* pinned host buffer */
   size_t host_bytes;
-  void *side;         /* cudaStream_t for miss-list downloads beside the caller's stream */
-  void *ready;        /* cudaEvent_t: after the index kernel (caller's stream) */
+  void *ready;        /* cudaEvent_t: the answer's last step is enqueued (caller's stream):
+                         the admission round starts after it */
   void *busy_until;   /* cudaEvent_t: the last use on the caller's stream ends */
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
@@ -37,6 +37,9 @@ typedef struct fl_scratch {
    * name it.) */
   void *clean_set;
   uint64_t clean_slots;
+  /* An admission round reading the set is with the courier, its admit_done
+   * not recorded yet (atomic). */
+  int round_posted;
 } fl_scratch;
 
 typedef struct fl_cuda_state {

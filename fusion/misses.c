@@ -143,8 +143,8 @@ void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *n
   }
 }
 
-void fl_misses_skip(const fl_part_batch *b, const uint64_t *gen, uint8_t *skip) {
-  for (uint32_t t = 0; t < b->c->n_tables; t++) skip[t] = b->c->generation[t] != gen[t];
+void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip) {
+  for (uint32_t t = 0; t < c->n_tables; t++) skip[t] = c->generation[t] != gen[t];
 }
 
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {

@@ -60,7 +60,7 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
 /* Adds to need[cls] the reservoir slots a round may take per slab class. */
 void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
 /* skip[t] = 1 for the tables changed in the store since gen was read. */
-void fl_misses_skip(const fl_part_batch *b, const uint64_t *gen, uint8_t *skip);
+void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip);
 
 /* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
 fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n);

@@ -2,18 +2,20 @@
  *   1. one upload of the launch arguments (and of host ids);
  *   2. the fused index kernel (all tables, one launch), which also
  *      deduplicates the misses and unified-index hits into unique rows whose
- *      ids it writes straight into pinned host memory (miss_set.h);
- *   3. the counters' download on a side stream (one wait), while
+ *      ids it writes straight into pinned host memory (miss_set.h); its
+ *      last block writes the counters there too and raises a flag;
+ *   3. the host polls the flag, while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
  *   5. the unique rows gathered from the store into pinned staging (pointer
- *      rows through their references) by one of the cache's workers, in
- *      stretches each uploaded as soon as it is gathered, while this thread
- *      readies the admission round; one scatter kernel expands them into
- *      every missed position: the answer is complete;
- *   6. admission as a round on the maintenance stream (admit_kernels.cu,
- *      cache/admit_round.h), after the upload and without the host waiting
- *      for it: fl_query returns. The query's scratch stays busy until the
- *      round is over.
+ *      rows through their references) by the store's threads, while this
+ *      thread uploads each stretch as soon as it is gathered; one scatter
+ *      kernel expands them into every missed position: the answer is
+ *      complete, and fl_query returns;
+ *   6. the cache's courier thread prepares admission (settling the last
+ *      round, eviction, slots for the reservoirs) and launches it as a round
+ *      on the maintenance stream (admit_kernels.cu, cache/admit_round.h),
+ *      after the upload. The query's scratch stays busy until the round is
+ *      over.
  * Outputs in unregistered host memory go through a device buffer and one
  * download at the end. */
 #include <cuda_runtime_api.h>
@@ -23,6 +25,7 @@
 
 #include "cache/admission.h"
 #include "cache/cuda_state.h"
+#include "common/courier.h"
 #include "common/cuda_check.h"
 #include "dram_store/store_internal.h"
 #include "fusion/admit_kernels.h"
@@ -34,12 +37,12 @@ static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 /* Byte layout of one part batch's scratch. The header has the same offsets
  * on device and host; the rest differs. */
 typedef struct layout {
-  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, now, ids, header_end;
+  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, run, ids, header_end;
   /* device */
   uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
       upload, out, total;
   /* host (pinned) */
-  uint64_t h_counters, h_uniq_ids, h_uniq_refs, h_upload, host_total;
+  uint64_t h_counters, h_flag, h_uniq_ids, h_uniq_refs, h_upload, host_total;
   uint64_t counter_bytes; /* 16 + the per-arg counters */
 } layout;
 
@@ -53,7 +56,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->table_cls = o, o = align256(o + b->c->n_tables * 4);
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
-  l->now = o, o = align256(o + 4);                     /* the batch counter */
+  l->run = o, o = align256(o + 8); /* the batch counter, the index kernel's finished blocks */
   l->ids = o, o = align256(o + host_ids * 8);
   l->header_end = o;
   uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
@@ -70,6 +73,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->total = o;
   o = l->header_end;
   l->h_counters = o, o = align256(o + l->counter_bytes);
+  l->h_flag = o, o = align256(o + 4);
   l->h_uniq_ids = o, o = align256(o + n * 8);
   l->h_uniq_refs = o, o = align256(o + n * 8);
   l->h_upload = o, o = align256(o + upload);
@@ -97,30 +101,21 @@ void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_q
 
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 
-/* How long the fetch's threads spin when woken ahead (fl_workers_wake): the
- * index kernel and the counters' download of a large batch, with room. */
+/* How long the gather's threads spin when woken ahead (fl_workers_wake): the
+ * index kernel of a large batch, with room. */
 #define FL_FETCH_PREWAKE_NS 300000ull
 
-/* The store fetch of a batch's unique rows, run by one of the cache's workers
- * while the calling thread prepares the admission round. Each stretch of
- * rows is uploaded on the caller's stream as soon as it is gathered, so that
- * the upload overlaps the rest of the gather. Error messages are per thread:
- * the fetch's travels back in the job. */
-typedef struct fetch_job {
+/* Where the fetch's stretches of gathered rows go: the upload block, on the
+ * caller's stream, each as soon as it is gathered, so that the upload
+ * overlaps the rest of the gather. */
+typedef struct upload_job {
   fl_part_batch *b;
-  const uint32_t *per_arg;
-  uint64_t *ids, *refs, *gen;
-  uint8_t *staging;
-  const uint64_t *stage_base;
-  int want_refs;
   uint8_t *up_dev, *up_host; /* the upload block: staging offsets (head bytes), then rows */
   uint64_t head;
-  fl_status st;
-  char msg[512];
-} fetch_job;
+} upload_job;
 
 static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
-  fetch_job *j = ctx;
+  upload_job *j = ctx;
   /* The first stretch takes the staging offsets along. */
   uint64_t from = begin ? j->head + begin : 0, to = j->head + end;
   int e = (int)cudaMemcpyAsync(j->up_dev + from, j->up_host + from, to - from,
@@ -130,101 +125,145 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
   return FL_OK;
 }
 
-static void fetch_run(void *ctx, size_t begin, size_t end) {
-  (void)begin, (void)end;
-  fetch_job *j = ctx;
-  fl_cache *c = j->b->c;
-  j->st = cudaSetDevice(c->cuda->device) == cudaSuccess
-              ? FL_OK
-              : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for the miss upload");
-  if (j->st == FL_OK && j->want_refs) j->st = fl_misses_refs(j->b, j->per_arg, j->ids, j->refs);
-  if (j->st == FL_OK)
-    j->st = fl_misses_fetch(j->b, j->per_arg, j->ids, j->refs, j->staging, j->stage_base, j->gen,
-                            upload_stretch, j);
-  if (j->st != FL_OK) snprintf(j->msg, sizeof j->msg, "%s", fl_error_get(c));
-}
-
-/* Readies the batch's admission round (fl_round_prepare). Under c->lock. */
-static fl_status admit_prepare(fl_part_batch *b, const uint32_t *per_arg) {
-  fl_cache *c = b->c;
-  uint32_t n_cls = c->parts[b->part].pool.n_classes;
-  uint64_t *need = calloc(n_cls ? n_cls : 1, sizeof *need);
-  if (!need) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  fl_misses_need(b, per_arg, need);
-  fl_status st = fl_round_prepare(c, b->part, need);
-  free(need);
-  return st;
-}
-
 /* Scatters the fetched rows (uploaded by the fetch into the upload block at
- * D + l->upload) to every missed position on the caller's stream, then
- * enqueues the prepared admission round on the maintenance stream and the
- * reset of the batch's miss set after it. Under c->lock. */
-static fl_status stage_and_admit(fl_part_batch *b, const layout *l, fl_scratch *x,
-                                 const uint64_t *gen, int have_refs, const fl_miss_out *m,
-                                 uint64_t n_miss) {
-  fl_cache *c = b->c;
-  fl_part *p = &c->parts[b->part];
+ * D + l->upload) to every missed position on the caller's stream: the answer
+ * is complete when the stream gets there. x->ready marks the point the
+ * admission round starts after. */
+static fl_status scatter_misses(fl_part_batch *b, const layout *l, fl_scratch *x,
+                                const fl_miss_out *m, uint64_t n_miss) {
   cudaStream_t stream = (cudaStream_t)b->stream;
   uint8_t *D = x->dev;
   uint64_t head = align256(b->n_args * 8ull);
-  const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
   int e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
   if (!e)
-    e = fl_launch_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m,
-                          (const uint64_t *)(D + l->upload), D + l->upload + head, n_miss, stream);
-  if (e) return fl_fail(c, FL_ERR_CUDA, "miss scatter failed: %s",
+    e = fl_launch_scatter((const fl_batch_arg *)(D + l->args), (const uint64_t *)(D + l->offsets),
+                          b->n_args, *m, (const uint64_t *)(D + l->upload), D + l->upload + head,
+                          n_miss, stream);
+  if (e) return fl_fail(b->c, FL_ERR_CUDA, "miss scatter failed: %s",
                         cudaGetErrorString((cudaError_t)e));
+  return FL_OK;
+}
+
+/* A batch's admission round, prepared and launched by the cache's courier
+ * once fl_query has returned: settling the last round, eviction, the
+ * reservoirs' top-up and ~25 us of launches are off the answer's path, and
+ * rounds run one at a time in the courier's order. The job owns the batch's
+ * scratch until the round's last use of it is recorded (admit_done). */
+typedef struct round_job {
+  fl_cache *c;
+  uint32_t part, n_args, now;
+  uint64_t n_keys, n_miss;
+  layout l;
+  fl_scratch *x;
+  fl_miss_out m;
+  uint64_t *need;  /* per slab class: the slots the round may take (fl_misses_need) */
+  uint64_t *gen;   /* per table, the generations the fetch saw; the job frees both */
+  int have_refs;   /* the fetch brought store references: pointers may be published */
+  int release_x;   /* a one-off query's scratch: the job gives it back */
+} round_job;
+
+/* Readies the round (fl_round_prepare) and enqueues it on the maintenance
+ * stream after x->ready, and the reset of the batch's miss set after it.
+ * Tables the store changed since the fetch are skipped (their rows may be
+ * stale): under c->lock, so that no change slips between the check and the
+ * launch. */
+static fl_status round_launch(const round_job *j) {
+  fl_cache *c = j->c;
+  fl_part *p = &c->parts[j->part];
+  const layout *l = &j->l;
+  uint8_t *D = j->x->dev;
+  fl_status st = fl_round_prepare(c, j->part, j->need);
+  if (st != FL_OK) return st;
   uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
   if (!skip) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  fl_misses_skip(b, gen, skip);
-  fl_status st = fl_round_skip(c, b->part, skip);
+  fl_misses_skip(c, j->gen, skip);
+  st = fl_round_skip(c, j->part, skip);
   free(skip);
   if (st != FL_OK) return st;
-  uint64_t limit = fl_cache_unified_limit(c, b->part);
+  uint64_t limit = fl_cache_unified_limit(c, j->part);
   fl_admit_batch ab = {
       .v = p->index,
       .codes = (const fl_code *)(D + l->codes),
       .table_cls = (const uint32_t *)(D + l->table_cls),
       .args = (const fl_batch_arg *)(D + l->args),
       .key_offsets = (const uint64_t *)(D + l->offsets),
-      .n_args = b->n_args,
-      .n_keys = b->n_keys,
-      .m = {{(uint64_t *)(D + l->set_ids), (uint32_t *)(D + l->set_uid),
-             (uint32_t *)(D + l->set_count)},
-            (uint32_t *)(D + l->counters + 16), (uint32_t *)(D + l->miss_pos),
-            (uint32_t *)(D + l->miss_slot), (uint32_t *)(D + l->uniq_slot),
-            (uint64_t *)((uint8_t *)x->host + l->h_uniq_ids),
-            (uint64_t *)((uint8_t *)x->host + l->h_uniq_refs), (unsigned long long *)(D + l->counters)},
+      .n_args = j->n_args,
+      .n_keys = j->n_keys,
+      .m = j->m,
       .stage_base = (const uint64_t *)(D + l->upload),
-      .staging = D + l->upload + align256(b->n_args * 8ull),
+      .staging = D + l->upload + align256(j->n_args * 8ull),
       .choice = (uint32_t *)(D + l->choice),
       .seed = c->cfg.seed,
       .threshold = c->admit_threshold,
-      .now = b->now,
-      /* New pointers need the store references fetched with the rows. */
-      .pointer_room = have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0,
+      .now = j->now,
+      .pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0,
   };
   cudaStream_t ms = (cudaStream_t)c->cuda->maint;
-  e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)x->ready, 0);
+  int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)j->x->ready, 0);
   if (!e) e = fl_launch_admit_round(ab, p->round->dev, ms);
-  if (!e) e = fl_launch_miss_reset(*m, n_miss, ms); /* after the round read the set */
+  if (!e) e = fl_launch_miss_reset(j->m, j->n_miss, ms); /* after the round read the set */
   if (e) return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s",
                         cudaGetErrorString((cudaError_t)e));
-  if ((st = fl_round_end(c, b->part)) != FL_OK) return st;
+  if ((st = fl_round_end(c, j->part)) != FL_OK) return st;
   /* The round reads the scratch: it is busy until the round is over. */
-  if ((e = (int)cudaEventRecord((cudaEvent_t)x->admit_done, ms)))
+  if ((e = (int)cudaEventRecord((cudaEvent_t)j->x->admit_done, ms)))
     return fl_fail(c, FL_ERR_CUDA, "recording the admission's end: %s",
                    cudaGetErrorString((cudaError_t)e));
   return FL_OK;
+}
+
+/* The courier's side of a round_job. A failure cannot reach the query, which
+ * has returned: the part's round keeps it for the next settle to report
+ * (fl_round_failed), and the scratch's miss set counts as dirty. */
+static void round_deliver(void *ctx) {
+  round_job *j = ctx;
+  fl_cache *c = j->c;
+  uint64_t t0 = fl_now_ns(), cpu0 = fl_thread_cpu_ns();
+  fl_status st = cudaSetDevice(c->cuda->device) == cudaSuccess
+                     ? FL_OK
+                     : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for an admission round");
+  pthread_mutex_lock(&c->lock);
+  if (st == FL_OK) st = round_launch(j);
+  if (st != FL_OK) {
+    j->x->clean_set = NULL;
+    fl_round_failed(c, j->part, st, fl_error_get(c));
+  }
+  pthread_mutex_unlock(&c->lock);
+  __atomic_store_n(&j->x->round_posted, 0, __ATOMIC_RELEASE);
+  if (j->release_x) fl_cuda_scratch_release(c, j->x);
+  atomic_fetch_add(&c->ns_admission, fl_now_ns() - t0);
+  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
+  free(j->need);
+  free(j->gen);
+  free(j);
+}
+
+/* A round_job for the batch, taking gen; NULL when out of memory. */
+static round_job *round_job_new(fl_part_batch *b, const layout *l, fl_scratch *x,
+                                const fl_miss_out *m, uint64_t n_miss, const uint32_t *per_arg,
+                                uint64_t **gen, int have_refs, int release_x) {
+  fl_cache *c = b->c;
+  uint32_t n_cls = c->parts[b->part].pool.n_classes;
+  round_job *j = malloc(sizeof *j);
+  uint64_t *need = calloc(n_cls ? n_cls : 1, sizeof *need);
+  if (!j || !need) {
+    free(j);
+    free(need);
+    return NULL;
+  }
+  fl_misses_need(b, per_arg, need);
+  *j = (round_job){c, b->part, b->n_args, b->now, b->n_keys, n_miss, *l, x, *m, need, *gen,
+                   have_refs, release_x};
+  *gen = NULL;
+  return j;
 }
 
 /* A prepared query's own scratch and launch graph for its part batch
  * (fl_query_prepare, one part batch): the header is built at the first run
  * and kept; later runs refresh only what changes (the counters' start
  * values, the batch counter, ids in host memory) and replay the index phase
- * (header upload, index kernel, counters' download, hit copy) as one CUDA
- * graph: one launch where fl_query makes four calls. */
+ * (header upload, index kernel, hit copy) as one CUDA graph: one launch where
+ * fl_query makes three calls. */
 struct fl_cuda_plan {
   fl_scratch *x;          /* kept from run to run; NULL before the first */
   layout l;
@@ -232,7 +271,6 @@ struct fl_cuda_plan {
   uint8_t **host_out;     /* per arg: the caller's output in host memory, or NULL */
   uint64_t index_threads, copy_threads;
   void *exec;             /* cudaGraphExec_t, NULL until captured */
-  void *counted, *join;   /* cudaEvent_t: the counters are down; the branches joined */
   void *capture;          /* cudaStream_t the graph is captured on */
   int no_graph;           /* the capture failed: direct launches */
 };
@@ -241,10 +279,12 @@ fl_cuda_plan *fl_cuda_plan_create(void) { return calloc(1, sizeof(fl_cuda_plan))
 
 void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
   if (!pl) return;
-  if (pl->x) fl_cuda_scratch_release(c, pl->x); /* reusable once its last uses end */
+  if (pl->x) {
+    /* Reusable once its last uses end, the round's recorded first. */
+    if (__atomic_load_n(&pl->x->round_posted, __ATOMIC_ACQUIRE)) fl_courier_idle(c->courier);
+    fl_cuda_scratch_release(c, pl->x);
+  }
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
-  if (pl->counted) cudaEventDestroy((cudaEvent_t)pl->counted);
-  if (pl->join) cudaEventDestroy((cudaEvent_t)pl->join);
   if (pl->capture) cudaStreamDestroy((cudaStream_t)pl->capture);
   free(pl->dargs);
   free(pl->host_out);
@@ -252,8 +292,8 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
 }
 
 /* Copies ids in host memory into the header and sets the counters' start
- * values ([0] no miss yet, [1] no out-of-range key: ~0, per arg zero) and the
- * batch counter. Per run. */
+ * values ([0] no miss yet, [1] no out-of-range key: ~0, per arg zero), the
+ * batch counter and no finished block; lowers the counters' flag. Per run. */
 static void refresh_header(const fl_part_batch *b, const layout *l, const fl_batch_arg *dargs,
                            uint8_t *H, uint8_t *D) {
   for (uint32_t a = 0; a < b->n_args; a++) {
@@ -264,7 +304,9 @@ static void refresh_header(const fl_part_batch *b, const layout *l, const fl_bat
   }
   memset(H + l->counters, 0, l->counter_bytes);
   ((uint64_t *)(H + l->counters))[1] = ~0ull;
-  *(uint32_t *)(H + l->now) = b->now;
+  ((uint32_t *)(H + l->run))[0] = b->now;
+  ((uint32_t *)(H + l->run))[1] = 0;
+  __atomic_store_n((uint32_t *)(H + l->h_flag), 0u, __ATOMIC_RELAXED);
 }
 
 /* Resolves where ids and outputs live (dargs: device-usable pointers; host
@@ -333,33 +375,56 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
   return FL_OK;
 }
 
-/* The index phase's launches on `stream`: header upload, index kernel, then
- * the hit copy, with the counters' download forked onto `side` after the
- * index kernel (x->ready marks the fork). prof (optional): timing events
- * around the kernels. */
+/* The index phase's launches on `stream`: header upload, index kernel
+ * (which publishes the counters to l->h_counters), then the hit copy. prof
+ * (optional): timing events around the kernels. */
 static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
                               uint64_t index_threads, uint64_t copy_threads, int clear_set,
-                              cudaStream_t stream, cudaStream_t side, cudaEvent_t *prof) {
+                              cudaStream_t stream, cudaEvent_t *prof) {
   uint8_t *D = x->dev, *H = x->host;
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
   uint64_t *locs = (uint64_t *)(D + l->locs);
+  /* Pinned host memory is device-mapped at the same address (UVA). */
+  fl_publish pub = {(unsigned *)(D + l->run) + 1, (uint32_t *)(H + l->h_counters),
+                    (uint32_t *)(H + l->h_flag), (uint32_t)(l->counter_bytes / 4)};
   int e = (int)cudaMemcpyAsync(D, H, l->header_end, cudaMemcpyHostToDevice, stream);
   if (!e && prof) e = (int)cudaEventRecord(prof[0], stream);
   if (!e)
     e = fl_launch_index(b->c->parts[b->part].index, (const fl_code *)(D + l->codes), A,
                         (const uint64_t *)(D + l->scan_index), b->n_args, index_threads, b->n_keys,
-                        (const uint32_t *)(D + l->now), locs, *m, clear_set, stream);
-  if (!e) e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
+                        (const uint32_t *)(D + l->run), locs, *m, pub, clear_set, stream);
   if (!e && prof) e = (int)cudaEventRecord(prof[1], stream);
   if (!e)
     e = fl_launch_copy_hits(A, (const uint64_t *)(D + l->scan_copy), b->n_args, copy_threads,
                             locs, stream);
   if (!e && prof) e = (int)cudaEventRecord(prof[2], stream);
-  if (!e) e = (int)cudaStreamWaitEvent(side, (cudaEvent_t)x->ready, 0);
-  if (!e)
-    e = (int)cudaMemcpyAsync(H + l->h_counters, D + l->counters, l->counter_bytes,
-                             cudaMemcpyDeviceToHost, side);
   return e;
+}
+
+/* Waits for the index kernel's counters (fl_publish): spins on the flag and,
+ * every ~20 us, asks the stream whether the kernel failed or ended without
+ * raising it. */
+static fl_status wait_counters(fl_cache *c, const uint32_t *flag, cudaStream_t stream) {
+  uint64_t next_check = fl_now_ns() + 20000;
+  for (uint32_t i = 1;; i++) {
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return FL_OK;
+    if (i % 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    uint64_t now = fl_now_ns();
+    if (now < next_check) continue;
+    next_check = now + 20000;
+    cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaErrorNotReady) continue;
+    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return FL_OK;
+    (void)cudaGetLastError();
+    return fl_fail(c, FL_ERR_CUDA, "the fused index kernel %s",
+                   e == cudaSuccess ? "ended without publishing its counters"
+                                    : cudaGetErrorString(e));
+  }
 }
 
 /* Captures the plan's index phase as a graph (after a run that left the
@@ -369,17 +434,11 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
   cudaStream_t cs = NULL;
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
-  cudaEvent_t counted = NULL, join = NULL;
   int ok = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess &&
-           cudaEventCreateWithFlags(&counted, cudaEventDisableTiming) == cudaSuccess &&
-           cudaEventCreateWithFlags(&join, cudaEventDisableTiming) == cudaSuccess &&
            cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
   if (ok) {
-    cudaStream_t side = (cudaStream_t)pl->x->side;
-    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0, cs, side,
-                            NULL) == 0 &&
-         cudaEventRecordWithFlags(counted, side, cudaEventRecordExternal) == cudaSuccess &&
-         cudaEventRecord(join, side) == cudaSuccess && cudaStreamWaitEvent(cs, join, 0) == cudaSuccess;
+    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0, cs,
+                            NULL) == 0;
     ok = cudaStreamEndCapture(cs, &g) == cudaSuccess && ok;
   }
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
@@ -387,13 +446,11 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
   (void)cudaGetLastError();
   if (!ok) {
     if (exec) cudaGraphExecDestroy(exec);
-    if (counted) cudaEventDestroy(counted);
-    if (join) cudaEventDestroy(join);
     if (cs) cudaStreamDestroy(cs);
     pl->no_graph = 1;
     return;
   }
-  pl->exec = exec, pl->counted = counted, pl->join = join, pl->capture = cs;
+  pl->exec = exec, pl->capture = cs;
 }
 
 /* A kept scratch is reused once its last query's and round's uses end: the
@@ -425,6 +482,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_scratch *x = NULL;
   uint64_t index_threads = 0, copy_threads = 0;
   if (pl && pl->x) {
+    /* The last run's round must be launched: its admit_done recorded. */
+    if (__atomic_load_n(&pl->x->round_posted, __ATOMIC_ACQUIRE)) fl_courier_idle(c->courier);
     if ((st = plan_reuse(c, pl, stream)) != FL_OK) return st;
     dargs = pl->dargs, host_out = pl->host_out, l = pl->l, x = pl->x;
     index_threads = pl->index_threads, copy_threads = pl->copy_threads;
@@ -461,6 +520,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   const unsigned long long *counters = (const unsigned long long *)(H + l.h_counters);
   const uint32_t *per_arg = (const uint32_t *)(H + l.h_counters + 16);
   uint64_t *gen = NULL;
+  round_job *round = NULL; /* a prepared admission round, for the courier */
   int e = 0;
   uint64_t n_miss = 0, bad = ~0ull;
   /* cfg.profile: timing events around the two kernels (created per call:
@@ -490,19 +550,16 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
   } else {
-    /* The counters come down on the side stream while hits are copied. */
     TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, stream,
-                           (cudaStream_t)x->side, profiled ? prof : NULL));
+                           profiled ? prof : NULL));
   }
-  /* A batch after one with misses likely misses too: wake the fetch's
-   * threads now, so that they spin while the index kernel runs instead of
-   * being woken once the counters are down. */
-  if (atomic_load_explicit(&c->missed_last, memory_order_relaxed)) {
-    fl_workers_wake(c->workers, FL_FETCH_PREWAKE_NS);
+  /* A batch after one with misses likely misses too: wake the store's
+   * gather threads now, so that they spin while the index kernel runs
+   * instead of being woken once the counters are up. */
+  if (atomic_load_explicit(&c->missed_last, memory_order_relaxed))
     fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
-  }
-  if (graph) TRY(cudaEventSynchronize((cudaEvent_t)pl->counted));
-  else TRY(cudaStreamSynchronize((cudaStream_t)x->side));
+  /* The counters are up while hits are copied. */
+  if ((st = wait_counters(c, (const uint32_t *)(H + l.h_flag), stream)) != FL_OK) goto done;
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
   n_miss = counters[0];
@@ -523,40 +580,25 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
       st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
       goto done;
     }
-    /* Upload block: the args' staging offsets, then their rows. */
+    /* Upload block: the args' staging offsets, then their rows. This
+     * thread watches the store's threads gather and uploads as they go. */
     uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
     uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
     fl_misses_layout(b, per_arg, stage_base);
-    /* The fetch runs on one of the cache's workers while this thread readies
-     * the admission round: neither needs the other; the launch needs both.
-     * round_lock keeps other batches' rounds out from the preparation to the
-     * launch, while the lock is free for other callers during the fetch. */
-    fetch_job job = {b,         per_arg,         uniq_ids, uniq_refs,
-                     gen,       staging,         stage_base, want_refs,
-                     D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), FL_OK, ""};
-    int async = fl_workers_start(c->workers, 1, 1, fetch_run, &job);
-    if (!async) fetch_run(&job, 0, 1);
-    uint64_t t2 = fl_now_ns();
-    pthread_mutex_lock(&c->round_lock);
-    pthread_mutex_lock(&c->lock);
-    st = admit_prepare(b, per_arg);
-    pthread_mutex_unlock(&c->lock);
-    uint64_t t3 = fl_now_ns(), cpu3 = fl_thread_cpu_ns();
-    if (async) fl_workers_wait(c->workers);
-    uint64_t t4 = fl_now_ns(), cpu4 = fl_thread_cpu_ns();
-    if (st == FL_OK && job.st != FL_OK) st = fl_fail(c, job.st, "%s", job.msg);
-    if (st == FL_OK) {
-      pthread_mutex_lock(&c->lock);
-      st = stage_and_admit(b, &l, x, gen, want_refs, &m, n_miss);
-      pthread_mutex_unlock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->round_lock);
-    /* The two phases overlap: the fetch's wall time, and the admission's
-     * host work before and after it. */
-    atomic_fetch_add(&c->ns_miss_fetch, t4 - t1);
-    atomic_fetch_add(&c->ns_admission, (t3 - t2) + (fl_now_ns() - t4));
-    /* This thread's share, the wait left out (the fetch counts its own). */
-    atomic_fetch_add(&c->ns_miss_cpu, (cpu3 - cpu0) + (fl_thread_cpu_ns() - cpu4));
+    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull)};
+    uint64_t cpu1 = fl_thread_cpu_ns();
+    if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
+    if (st == FL_OK)
+      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, gen,
+                           upload_stretch, &up);
+    uint64_t cpu2 = fl_thread_cpu_ns();
+    if (st == FL_OK) st = scatter_misses(b, &l, x, &m, n_miss);
+    if (st == FL_OK && !(round = round_job_new(b, &l, x, &m, n_miss, per_arg, &gen, want_refs, !pl)))
+      st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* The fetch and the scatter; admission is the courier's (round_deliver).
+     * This thread's CPU time around the fetch (the fetch counts its own). */
+    atomic_fetch_add(&c->ns_miss_fetch, fl_now_ns() - t1);
+    atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2));
     if (st != FL_OK) goto done;
   }
   if (st == FL_OK) {
@@ -596,10 +638,21 @@ done:
     pthread_mutex_unlock(&c->lock);
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
   }
+  /* The round goes to the courier with the scratch, once nothing here
+   * touches the scratch any more. */
+  if (round && st == FL_OK) {
+    __atomic_store_n(&x->round_posted, 1, __ATOMIC_RELEASE);
+    fl_courier_post(c->courier, round_deliver, round);
+  } else if (round) {
+    free(round->need);
+    free(round->gen);
+    free(round);
+    round = NULL;
+  }
   /* A plan whose run left the set empty captures its graph, once. */
   if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_capture(b, pl, &m);
   if (!pl) {
-    fl_cuda_scratch_release(c, x);
+    if (!round) fl_cuda_scratch_release(c, x);
     free(dargs);
     free(host_out);
   }

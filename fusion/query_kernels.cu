@@ -19,12 +19,36 @@ __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint3
   return smem;
 }
 
+// The grid's last block copies the counters into pinned host memory and
+// raises the flag the host polls. Threads that wrote host memory (unique ids
+// and references) fence at system scope first, so that the host sees their
+// writes once it sees the flag.
+__device__ void publish(const fl_publish &p, const unsigned long long *counters, bool wrote_host) {
+  __shared__ bool last;
+  if (wrote_host) __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(p.blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // every block's counter updates
+  const volatile uint32_t *src = (const volatile uint32_t *)counters;
+  for (uint32_t i = threadIdx.x; i < p.words; i += blockDim.x) p.dst[i] = src[i];
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0) *(volatile uint32_t *)p.flag = 1u;
+}
+
 __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                             const uint64_t *scan_g, uint32_t n_args, uint64_t threads,
-                            const uint32_t *now_p, uint64_t *locs, fl_miss_out m) {
+                            const uint32_t *now_p, uint64_t *locs, fl_miss_out m,
+                            fl_publish pub) {
   extern __shared__ uint64_t scan_s[];
   const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
   const uint32_t now = *now_p;
+  bool wrote_host = false;
   for (uint64_t base = blockIdx.x * (uint64_t)blockDim.x; base < threads;
        base += (uint64_t)gridDim.x * blockDim.x) {
     uint64_t tid = base + threadIdx.x;
@@ -91,9 +115,11 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
         m.uniq_slot[uid] = (uint32_t)slot;
         m.uniq_ids[uid] = id;
         if (kind) m.uniq_refs[uid] = dram;
+        wrote_host = true;
       }
     }
   }
+  publish(pub, m.counters, wrote_host);
 }
 
 template <typename T>
@@ -168,7 +194,7 @@ unsigned grid_for(uint64_t threads) {
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
                                uint64_t n_keys, const uint32_t *now, uint64_t *locs, fl_miss_out m,
-                               int clear_set, void *stream) {
+                               fl_publish pub, int clear_set, void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   uint64_t slots = fl_miss_set_slots(n_keys, n_args);
   cudaError_t e = cudaSuccess;
@@ -178,7 +204,7 @@ extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_b
   if (e != cudaSuccess) return (int)e;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
   fused_index<<<grid_for(threads), kThreads, smem, s>>>(v, codes, args, scan, n_args, threads,
-                                                         now, locs, m);
+                                                         now, locs, m, pub);
   return (int)cudaGetLastError();
 }
 

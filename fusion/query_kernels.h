@@ -25,6 +25,17 @@ typedef struct fl_miss_out {
   unsigned long long *counters; /* [0] missed positions, [1] smallest out-of-range position */
 } fl_miss_out;
 
+/* Where the fused index kernel's last block leaves the counters for the host
+ * (pinned host memory, device-mapped), so that the caller polls a flag
+ * instead of waiting for a download. */
+typedef struct fl_publish {
+  unsigned *blocks_done; /* device: 0 before the launch */
+  uint32_t *dst;         /* host: the counters' copy (words 32-bit words) */
+  uint32_t *flag;        /* host: 0 before the launch, 1 once dst and every
+                            uniq_ids / uniq_refs write are visible */
+  uint32_t words;
+} fl_publish;
+
 /* The self-identified fused index kernel: encodes every key of every query
  * (codes indexed by arg.table), probes the index, writes locs[pos] (0 = not a
  * cached vector), and deduplicates misses and unified-index hits into unique
@@ -32,11 +43,12 @@ typedef struct fl_miss_out {
  * and per_arg 0, counters[1] ~0). The launcher clears the set when clear_set
  * (else it must be empty already: see fl_launch_miss_reset). scan: n_args + 1
  * thread offsets (1 thread per key). now: the batch counter, read from device
- * memory (a launch graph replays the launch with each run's value there). */
+ * memory (a launch graph replays the launch with each run's value there).
+ * The counters end up in pub (see fl_publish). */
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
-                    const uint32_t *now, uint64_t *locs, fl_miss_out m, int clear_set,
-                    void *stream);
+                    const uint32_t *now, uint64_t *locs, fl_miss_out m, fl_publish pub,
+                    int clear_set, void *stream);
 /* Empties the set slots of m's n missed positions once nothing reads them:
  * the set is then empty again for the next batch of the same shape. */
 int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream);

@@ -289,6 +289,7 @@ TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
   std::vector<std::vector<uint64_t>> ids(tables_.size());
   ids[2] = {1, 2, 3, 1000, 19999};
   QueryAndCheck(c.get(), ids, nullptr, false);
+  ASSERT_EQ(Stats(c.get()).index_entries, 5u);  // admitted before the upsert
   std::vector<float> rows(3 * 64, 42.5f);
   uint64_t changed[3] = {2, 1000, 5};
   FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, changed, 3, rows.data()), store_.get());
@@ -374,6 +375,13 @@ TEST_P(CacheTest, ClearDropsEverything) {
   auto ids = Ids(rng, 300);
   QueryAndCheck(c.get(), ids, nullptr, false);
   EXPECT_GT(Stats(c.get()).index_entries, 0u);
+  FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
+  EXPECT_EQ(Stats(c.get()).index_entries, 0u);
+  fl_cache_stats_reset(c.get());
+  QueryAndCheck(c.get(), ids, nullptr, false);
+  EXPECT_EQ(Stats(c.get()).hits, 0u);
+  // Straight after a query that missed, before its admission is launched
+  // (CUDA: the courier launches it after fl_query returned): cleared too.
   FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
   EXPECT_EQ(Stats(c.get()).index_entries, 0u);
   fl_cache_stats_reset(c.get());
@@ -543,6 +551,9 @@ TEST_P(CacheTest, AdmissionRacesQueriesClearsAndInvalidations) {
         ids[i] = (uint64_t)(rng() % 2000);  // the hot end of the readers' skew
         for (int j = 0; j < 64; j++) rows[i * 64 + j] = fl_synthetic_value(7, 2, ids[i], j);
       }
+      // Admissions handed over so far land first, so the upsert finds rows to
+      // invalidate even when rounds lag (CUDA: launched after their query).
+      if (fl_cache_sync(c.get()) != FL_OK) failures++;
       if (fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data()) != FL_OK) failures++;
       if (round % 5 == 0 && fl_cache_clear(c.get()) != FL_OK) failures++;
       if (round % 7 == 0 && fl_cache_set_unified_entries(c.get(), (round / 7) % 2 ? 0 : 500) != FL_OK)
@@ -632,7 +643,9 @@ TEST_P(CacheTest, PreparedQueryAnswersLikeQuery) {
     }
   }
   cudaStream_t stream = nullptr;
-  if (cuda) ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  if (cuda) {
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  }
   fl_prepared *raw = nullptr;
   FL_ASSERT_OK_CACHE(fl_query_prepare(c.get(), q.data(), (uint32_t)nt, &raw), c.get());
   std::unique_ptr<fl_prepared, void (*)(fl_prepared *)> p(raw, fl_prepared_destroy);
@@ -643,7 +656,9 @@ TEST_P(CacheTest, PreparedQueryAnswersLikeQuery) {
       if (dev[2 * t]) cudaMemcpy(dev[2 * t], ids[t].data(), n * 8, cudaMemcpyHostToDevice);
     }
     fl_status st = fl_prepared_run(p.get(), stream);
-    if (cuda) EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    if (cuda) {
+      EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    }
     for (size_t t = 0; t < nt && st == FL_OK; t++)
       if (dev[2 * t + 1])
         cudaMemcpy(out[t].data(), dev[2 * t + 1], out[t].size(), cudaMemcpyDeviceToHost);

@@ -1,13 +1,17 @@
 // parallel_test.cc: the worker pool (common/parallel.h): every item runs once,
 // a started job overlaps the caller's own work, a busy pool runs a second
-// caller's range on that caller, and waking ahead leaves jobs intact.
+// caller's range on that caller, and waking ahead leaves jobs intact. The
+// courier (common/courier.h): jobs run in order, off the poster's thread,
+// one at a time; idle and destroy wait for the job handed over.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
 extern "C" {
+#include "common/courier.h"
 #include "common/parallel.h"
 }
 
@@ -90,6 +94,90 @@ TEST(Workers, OneThreadPoolRunsEverythingOnTheCaller) {
   EXPECT_EQ(fl_workers_start(p.w, c.hits.size(), 1, count_range, &c), 0);
   fl_workers_for(p.w, c.hits.size(), 1, count_range, &c);
   ExpectEachOnce(c);
+}
+
+struct Delivery {
+  std::atomic<int> *log;      // the next free place in order[]
+  int *order;                 // which job ran at each place
+  int id;
+  std::thread::id *ran_on;
+  std::atomic<bool> *release; // the job waits for it, when non-null
+};
+
+void deliver(void *ctx) {
+  auto *d = static_cast<Delivery *>(ctx);
+  if (d->release)
+    while (!d->release->load()) std::this_thread::yield();
+  *d->ran_on = std::this_thread::get_id();
+  d->order[d->log->fetch_add(1)] = d->id;
+}
+
+TEST(Courier, RunsJobsInOrderOffThePostersThread) {
+  fl_courier *k = fl_courier_create();
+  ASSERT_NE(k, nullptr);
+  constexpr int kJobs = 200;
+  std::atomic<int> log{0};
+  std::vector<int> order(kJobs, -1);
+  std::vector<std::thread::id> ran_on(kJobs);
+  std::vector<Delivery> jobs(kJobs);
+  for (int i = 0; i < kJobs; i++) {
+    jobs[i] = {&log, order.data(), i, &ran_on[i], nullptr};
+    fl_courier_post(k, deliver, &jobs[i]);
+  }
+  fl_courier_idle(k);
+  ASSERT_EQ(log.load(), kJobs);
+  for (int i = 0; i < kJobs; i++) {
+    EXPECT_EQ(order[i], i);
+    EXPECT_NE(ran_on[i], std::this_thread::get_id());
+  }
+  fl_courier_destroy(k);
+}
+
+TEST(Courier, PostAndIdleWaitForTheJobHandedOver) {
+  fl_courier *k = fl_courier_create();
+  ASSERT_NE(k, nullptr);
+  std::atomic<int> log{0};
+  int order[2] = {-1, -1};
+  std::thread::id ran_on[2];
+  std::atomic<bool> release{false};
+  Delivery first{&log, order, 0, &ran_on[0], &release};
+  Delivery second{&log, order, 1, &ran_on[1], nullptr};
+  fl_courier_post(k, deliver, &first);  // returns while the job waits
+  std::atomic<bool> posted{false};
+  std::thread poster([&] {
+    fl_courier_post(k, deliver, &second);  // must wait for the first to end
+    posted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(posted.load());
+  EXPECT_EQ(log.load(), 0);
+  release = true;
+  poster.join();
+  fl_courier_idle(k);
+  EXPECT_EQ(log.load(), 2);
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 1);
+  fl_courier_destroy(k);
+}
+
+TEST(Courier, DestroyRunsTheJobHandedOver) {
+  fl_courier *k = fl_courier_create();
+  ASSERT_NE(k, nullptr);
+  std::atomic<int> log{0};
+  int order[1] = {-1};
+  std::thread::id ran_on;
+  std::atomic<bool> release{false};
+  Delivery job{&log, order, 7, &ran_on, &release};
+  fl_courier_post(k, deliver, &job);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release = true;
+  });
+  fl_courier_destroy(k);
+  releaser.join();
+  EXPECT_EQ(log.load(), 1);
+  EXPECT_EQ(order[0], 7);
+  fl_courier_destroy(nullptr);
 }
 
 }  // namespace
