@@ -5,6 +5,9 @@
  *     and the same flat batches as prepared queries (fl_prepared_run); with
  *     each, the p50 of the call's own time (the host time before the stream
  *     wait);
+ *   - the 256-sample batch with 5% of its keys missing, through fl_query and
+ *     prepared: before each timed run, MISS_PER_TABLE positions of each of
+ *     the 6 largest tables get ids never queried before (dense tables);
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu).
@@ -24,6 +27,8 @@ static const uint64_t criteo[26] = {1460,   583,   10131227, 2202608, 305,  24, 
                                     14992,  5461306, 10,     5652,    2173, 4,      7046547,
                                     18,     15,    286181,   105,     142572};
 enum { N_TABLES = 26, DIM = 32 };
+/* The 5%-miss batch: 6 tables x 56 positions = 336 of 6,656 keys. */
+enum { MISS_TABLES = 6, MISS_PER_TABLE = 56 };
 
 typedef struct opts {
   double scale;      /* cardinality scale */
@@ -35,6 +40,7 @@ typedef struct opts {
 typedef struct batch {
   uint32_t samples;
   uint64_t *ids[N_TABLES];   /* host */
+  uint64_t *warm[N_TABLES];  /* host: the ids as made (fresh_misses keeps clear of them) */
   void *d_ids[N_TABLES];     /* device copies */
   void *d_out[N_TABLES];     /* device outputs */
   fl_table_query q[N_TABLES];
@@ -78,6 +84,8 @@ static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_
     uint64_t rng = seed * 1000003u + t;
     b->ids[t] = malloc(samples * sizeof(uint64_t));
     for (uint32_t i = 0; i < samples; i++) b->ids[t][i] = fl_perm_apply(&p, fl_zipf_sample(&z, &rng));
+    b->warm[t] = malloc(samples * sizeof(uint64_t));
+    memcpy(b->warm[t], b->ids[t], samples * sizeof(uint64_t));
     if (cudaMalloc(&b->d_ids[t], samples * 8) != cudaSuccess ||
         cudaMalloc(&b->d_out[t], (size_t)samples * DIM * 4) != cudaSuccess ||
         cudaMemcpy(b->d_ids[t], b->ids[t], samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
@@ -89,8 +97,49 @@ static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_
 static void free_batch(batch *b) {
   for (uint32_t t = 0; t < N_TABLES; t++) {
     free(b->ids[t]);
+    free(b->warm[t]);
     cudaFree(b->d_ids[t]);
     cudaFree(b->d_out[t]);
+  }
+}
+
+/* Where fresh_misses takes ids: per table, the next id to try, counting down
+ * from the table's end; only the MISS_TABLES largest tables are used. */
+typedef struct cold_ids {
+  uint32_t table[MISS_TABLES];
+  uint64_t next[N_TABLES];
+} cold_ids;
+
+static void cold_init(cold_ids *k, const uint64_t *card) {
+  uint32_t order[N_TABLES];
+  for (uint32_t t = 0; t < N_TABLES; t++) order[t] = t, k->next[t] = card[t];
+  for (uint32_t i = 0; i < MISS_TABLES; i++)
+    for (uint32_t j = i + 1; j < N_TABLES; j++)
+      if (card[order[j]] > card[order[i]]) {
+        uint32_t x = order[i];
+        order[i] = order[j], order[j] = x;
+      }
+  memcpy(k->table, order, sizeof k->table);
+}
+
+/* Gives the first MISS_PER_TABLE positions of each cold table ids that no
+ * earlier run asked for (none of the warm ids either), on host and device. */
+static void fresh_misses(batch *b, cold_ids *k) {
+  for (uint32_t i = 0; i < MISS_TABLES; i++) {
+    uint32_t t = k->table[i];
+    for (uint32_t p = 0; p < MISS_PER_TABLE && p < b->samples; p++) {
+      uint64_t id;
+      int warm;
+      do {
+        if (k->next[t] == 0) die("bench_query", "a table ran out of never-queried ids");
+        id = --k->next[t];
+        warm = 0;
+        for (uint32_t j = 0; j < b->samples && !warm; j++) warm = b->warm[t][j] == id;
+      } while (warm);
+      b->ids[t][p] = id;
+    }
+    if (cudaMemcpy(b->d_ids[t], b->ids[t], b->samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
+      die("cuda", "rewriting batch ids failed");
   }
 }
 
@@ -119,23 +168,25 @@ static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, 
 }
 
 /* Warms the cache on the batch until nothing more enters, then times it
- * (prepared: through one prepared handle). */
-static result measure(fl_cache *c, batch *b, const char *layout, int prepared, int reps,
-                      cudaStream_t s) {
+ * (prepared: through one prepared handle). cold: before each timed run, new
+ * never-queried ids for the batch's cold positions (fresh_misses, untimed);
+ * NULL: all hits. The hit rate is over the timed runs. */
+static result measure(fl_cache *c, batch *b, const char *layout, int prepared, cold_ids *cold,
+                      int reps, cudaStream_t s) {
   fl_prepared *p = NULL;
   if (prepared && fl_query_prepare(c, b->q, N_TABLES, &p) != FL_OK)
     die("fl_query_prepare", fl_cache_last_error(c));
   for (int i = 0; i < 3; i++) query(c, p, b, s);
   fl_cache_stats st;
   fl_cache_stats_reset(c);
-  query(c, p, b, s);
-  fl_cache_stats_get(c, &st, NULL, 0);
   double *t = malloc(reps * sizeof *t), *call = malloc(reps * sizeof *call);
   for (int r = 0; r < reps; r++) {
+    if (cold) fresh_misses(b, cold);
     double t0 = now_us();
     call[r] = query(c, p, b, s);
     t[r] = now_us() - t0;
   }
+  fl_cache_stats_get(c, &st, NULL, 0);
   qsort(t, reps, sizeof *t, cmp_double);
   qsort(call, reps, sizeof *call, cmp_double);
   result res = {layout, b->samples, (double)st.hits / (double)st.lookups, t[reps / 2],
@@ -181,17 +232,31 @@ int main(int argc, char **argv) {
   batch big, small;
   make_batch(&big, 16384, card, 1);
   make_batch(&small, 256, card, 2);
-  result res[6];
+  result res[8];
   int n_res = 0;
   const fl_layout layouts[3] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT};
   const char *names_l[3] = {"flat", "per-table", "prepared"};
   for (int l = 0; l < 3; l++) {
     fl_cache *c = make_cache(store, layouts[l], o.budget, 0);
-    res[n_res++] = measure(c, &big, names_l[l], l == 2, o.reps, s);
+    res[n_res++] = measure(c, &big, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
     c = make_cache(store, layouts[l], o.budget, 0);
-    res[n_res++] = measure(c, &small, names_l[l], l == 2, o.reps, s);
+    res[n_res++] = measure(c, &small, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
+  }
+  /* The 5%-miss small batch, flat, through fl_query and prepared. */
+  cold_ids cold;
+  cold_init(&cold, card);
+  const char *names_m[2] = {"flat 5%", "prep 5%"};
+  for (int prepared = 0; prepared < 2; prepared++) {
+    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0);
+    res[n_res++] = measure(c, &small, names_m[prepared], prepared, &cold, o.reps, s);
+    fl_cache_destroy(c);
+  }
+  for (uint32_t t = 0; t < N_TABLES; t++) {  /* all hits again, for the kernel times */
+    memcpy(small.ids[t], small.warm[t], small.samples * 8);
+    if (cudaMemcpy(small.d_ids[t], small.ids[t], small.samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
+      die("cuda", "restoring batch ids failed");
   }
 
   /* Device time of the two kernels on the small all-hit batch (events
