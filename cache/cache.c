@@ -39,6 +39,7 @@ void fl_config_default(fl_config *cfg) {
   cfg->low_watermark = 0.80;
   cfg->seed = 0x5eed;
   cfg->missing = FL_MISSING_ZERO;
+  cfg->zero_copy_rows = 1024;
 }
 
 static fl_status check_config(const fl_config *cfg) {
@@ -430,6 +431,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->ns_miss_host_cpu = (double)atomic_load(&m->ns_miss_cpu);
   out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
+  out->zero_copy_rows = atomic_load(&m->zero_copy_rows);
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
   fl_cache_settle(m, 0);
@@ -477,4 +479,5 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->ns_miss_cpu, 0);
   atomic_store(&c->gpu_ns_index, 0);
   atomic_store(&c->gpu_ns_hit_copy, 0);
+  atomic_store(&c->zero_copy_rows, 0);
 }

@@ -8,6 +8,7 @@
 
 #include "cache/cache.h"
 #include "common/cuda_check.h"
+#include "dram_store/store_internal.h"
 
 enum { FL_MAX_CONCURRENT_QUERIES = 64 };
 
@@ -41,6 +42,48 @@ void fl_cache_mem_free(fl_cache *c, void *p) {
     free(p);
 }
 
+static int map_region(void *p, size_t bytes) {
+  if (cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable) == cudaSuccess)
+    return 0;
+  (void)cudaGetLastError();
+  return -1;
+}
+
+static int unmap_region(void *p, size_t bytes) {
+  (void)bytes;
+  return cudaHostUnregister(p) == cudaSuccess ? 0 : -1;
+}
+
+/* Where the device reads p in place; NULL (p NULL, or not mapped). */
+static const void *device_address(const void *p) {
+  void *d = NULL;
+  if (p && cudaHostGetDevicePointer(&d, (void *)p, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    d = NULL;
+  }
+  return d;
+}
+
+/* Maps the store's dense rows and seqlock stripes for zero-copy reads; the
+ * cache reads nothing in place when that fails or no table is dense. */
+static fl_status zero_copy_setup(fl_cache *c) {
+  fl_cuda_state *s = c->cuda;
+  const void *any = NULL;
+  for (uint32_t t = 0; t < c->n_tables && !any; t++) any = fl_store_dense_rows(c->store, t);
+  if (!c->cfg.zero_copy_rows || !any || fl_store_map_rows(c->store, map_region, unmap_region) != 0)
+    return FL_OK;
+  s->zc_rows = calloc(c->n_tables ? c->n_tables : 1, sizeof *s->zc_rows);
+  if (!s->zc_rows) {
+    fl_store_unmap_rows(c->store);
+    return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  for (uint32_t t = 0; t < c->n_tables; t++)
+    s->zc_rows[t] = device_address(fl_store_dense_rows(c->store, t));
+  s->zc_seq = device_address(fl_store_seq_stripes(c->store));
+  s->zc_limit = s->zc_seq ? c->cfg.zero_copy_rows : 0;
+  return FL_OK;
+}
+
 fl_status fl_cuda_state_create(fl_cache *c) {
   fl_cuda_state *s = calloc(1, sizeof *s);
   if (!s) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -50,7 +93,7 @@ fl_status fl_cuda_state_create(fl_cache *c) {
   cudaStream_t st;
   FL_CUDA_TRY(NULL, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   s->maint = st;
-  return FL_OK;
+  return zero_copy_setup(c);
 }
 
 void fl_cuda_state_sync(fl_cache *c) {
@@ -82,6 +125,8 @@ void fl_cuda_state_destroy(fl_cache *c) {
   cudaFree(s->m_dev);
   cudaFreeHost(s->m_host);
   if (s->maint) cudaStreamDestroy((cudaStream_t)s->maint);
+  if (s->zc_rows) fl_store_unmap_rows(c->store);
+  free(s->zc_rows);
   free(s->scratch);
   free(s->free_events);
   free(s);

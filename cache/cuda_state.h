@@ -51,8 +51,18 @@ typedef struct fl_cuda_state {
   size_t m_dev_bytes, m_host_bytes;
   fl_scratch *scratch;         /* query scratch sets */
   size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
+  /* Zero-copy reads (fusion/zero_copy.h): the most qualifying rows a batch
+   * reads in place (0: none, the store not mapped), per table its dense rows
+   * as the device sees them (fl_zc_table layout: NULL when not readable),
+   * and the store's seqlock stripes, device-mapped. */
+  uint64_t zc_limit;
+  const void **zc_rows;
+  const uint32_t *zc_seq;
 } fl_cuda_state;
 
+/* The maintenance stream and, with cfg.zero_copy_rows, the store's rows
+ * mapped for zero-copy reads (left off when the store cannot be mapped:
+ * queries then gather every miss on the host). */
 fl_status fl_cuda_state_create(struct fl_cache *c);
 void fl_cuda_state_destroy(struct fl_cache *c);
 /* Waits for all work the cache enqueued (maintenance and scratch users). */

@@ -7,6 +7,11 @@
 #include "dram_store/mem.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+static size_t round_pages(size_t bytes) {
+  return (bytes + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+}
 
 #ifndef FL_MEM_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
@@ -28,10 +33,11 @@ void fl_mem_fini(fl_mem *m) {
   (void)mallctl(name, NULL, NULL, NULL, 0);
 }
 
-void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero) {
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int mem_flags) {
   if (bytes == 0) return NULL;
   int flags = MALLOCX_ARENA(m->arena) | MALLOCX_TCACHE_NONE;
-  if (zero) flags |= MALLOCX_ZERO;
+  if (mem_flags & FL_MEM_ZERO) flags |= MALLOCX_ZERO;
+  if (mem_flags & FL_MEM_PAGES) bytes = round_pages(bytes), flags |= MALLOCX_ALIGN(FL_MEM_PAGE_BYTES);
   if (bytes >= FL_MEM_HUGE) flags |= MALLOCX_ALIGN(FL_MEM_HUGE);
   void *p = mallocx(bytes, flags);
   /* Advice only: kernels without THP (or with it off) just ignore it. */
@@ -53,10 +59,16 @@ int fl_mem_init(fl_mem *m) {
 
 void fl_mem_fini(fl_mem *m) { (void)m; }
 
-void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero) {
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags) {
   (void)m;
   if (bytes == 0) return NULL;
-  return zero ? calloc(1, bytes) : malloc(bytes);
+  if (flags & FL_MEM_PAGES) {
+    bytes = round_pages(bytes);
+    void *p = aligned_alloc(FL_MEM_PAGE_BYTES, bytes);
+    if (p && (flags & FL_MEM_ZERO)) memset(p, 0, bytes);
+    return p;
+  }
+  return (flags & FL_MEM_ZERO) ? calloc(1, bytes) : malloc(bytes);
 }
 
 void fl_mem_free(fl_mem *m, void *p) {

@@ -15,8 +15,15 @@ typedef struct fl_mem {
 int fl_mem_init(fl_mem *m);
 /* Destroys the arena; every block must have been freed. */
 void fl_mem_fini(fl_mem *m);
-/* `bytes` from the arena (zeroed when `zero`); NULL on failure or bytes == 0. */
-void *fl_mem_alloc(fl_mem *m, size_t bytes, int zero);
+/* fl_mem_alloc flags. FL_MEM_PAGES: the block has whole pages to itself
+ * (page-aligned, its size rounded up to pages), so that it can be registered
+ * for device access (cudaHostRegister) without touching another block. */
+#define FL_MEM_ZERO 1
+#define FL_MEM_PAGES 2
+#define FL_MEM_PAGE_BYTES ((size_t)4096)
+
+/* `bytes` from the arena (flags: FL_MEM_*); NULL on failure or bytes == 0. */
+void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags);
 void fl_mem_free(fl_mem *m, void *p);
 
 #endif

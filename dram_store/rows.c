@@ -29,7 +29,7 @@ void fl_rows_fini(fl_rows *p, fl_mem *m) {
 static int fl_rows_grow_dir(fl_rows *p, fl_mem *m, fl_grace *g, uint64_t need) {
   uint64_t cap = p->dir_cap ? p->dir_cap : 16;
   while (cap < need) cap *= 2;
-  unsigned char **nd = fl_mem_alloc(m, cap * sizeof *nd, 1);
+  unsigned char **nd = fl_mem_alloc(m, cap * sizeof *nd, FL_MEM_ZERO);
   if (!nd) return -1;
   unsigned char **od = atomic_load(&p->dir);
   if (p->chunks) memcpy(nd, od, p->chunks * sizeof *nd);

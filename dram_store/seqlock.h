@@ -4,7 +4,9 @@
  * table and row). A writer takes the counter from even to odd (CAS: writers of
  * one stripe exclude each other), writes the row, then makes it even again.
  * A reader copies the row between two loads of the counter and retries when
- * the counter was odd or changed. Stripes (not one counter per row) keep dense
+ * the counter was odd or changed. The query kernels read dense rows in
+ * place (zero-copy) under the same protocol (fusion/query_kernels.cu).
+ * Stripes (not one counter per row) keep dense
  * tables plain arrays and keep the counters hot in cache: 64 KiB in all.
  *
  * Memory ordering follows Boehm, "Can seqlocks get along with programming
@@ -19,8 +21,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define FL_SEQ_STRIPE_BITS 14
-#define FL_SEQ_STRIPES (1u << FL_SEQ_STRIPE_BITS)
+#include "dram_store/seq_stripe.h"
 
 typedef struct fl_seqlocks {
   _Atomic uint32_t seq[FL_SEQ_STRIPES]; /* even: no writer; odd: a write is in flight */
@@ -32,11 +33,9 @@ static inline void fl_cpu_relax(void) {
 #endif
 }
 
-/* Stripe of row `row` of table `table` (Fibonacci hashing: neighbouring rows
- * land on different stripes). */
+/* The stripe guarding row `row` of table `table` (seq_stripe.h). */
 static inline _Atomic uint32_t *fl_seq_of(fl_seqlocks *l, uint32_t table, uint64_t row) {
-  uint64_t h = (row + ((uint64_t)table << 40)) * 0x9e3779b97f4a7c15ull;
-  return &l->seq[h >> (64 - FL_SEQ_STRIPE_BITS)];
+  return &l->seq[fl_seq_stripe(table, row)];
 }
 
 /* Reader: the even counter value to pass to fl_seq_read_retry. */

@@ -39,7 +39,11 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
     if (st != FL_OK) return st;
   }
   fl_store *s = calloc(1, sizeof *s);
-  fl_store_env *env = s ? calloc(1, sizeof *env) : NULL;
+  /* The seqlock stripes get pages of their own: zero-copy readers register
+   * them for device access (fl_store_map_rows). */
+  size_t env_bytes = (sizeof(fl_store_env) + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+  fl_store_env *env = s ? aligned_alloc(FL_MEM_PAGE_BYTES, env_bytes) : NULL;
+  if (env) memset(env, 0, env_bytes);
   if (!env || fl_mem_init(&env->mem) != 0) {
     free(env);
     free(s);
@@ -48,6 +52,7 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
   s->env = env;
   fl_grace_init(&env->grace);
   pthread_mutex_init(&s->subs_lock, NULL);
+  pthread_mutex_init(&s->map_lock, NULL);
   s->workers = fl_workers_create(threads);
   s->tables = calloc(n_tables ? n_tables : 1, sizeof *s->tables);
   if (!s->workers || !s->tables) {
@@ -80,6 +85,7 @@ void fl_store_destroy(fl_store *s) {
   fl_workers_destroy(s->workers);
   free(s->subs);
   pthread_mutex_destroy(&s->subs_lock);
+  pthread_mutex_destroy(&s->map_lock);
   fl_grace_fini(&s->env->grace);
   fl_mem_fini(&s->env->mem);
   free(s->env);

@@ -36,6 +36,9 @@ struct fl_store {
   int n_subs;                /* entries of subs in use or freed */
   fl_remote *remote;         /* the cluster tier (remote.h), NULL for a plain store */
   fl_tier_counters tier;     /* fl_store_tier_stats */
+  pthread_mutex_t map_lock;  /* guards the zero-copy mapping (zero_copy.c) */
+  int maps;                  /* fl_store_map_rows calls not yet undone */
+  fl_region_fn unmap;        /* the first mapper's unmap */
 };
 
 /* A store of n validated tables; `cached`: every table in hashed-slot

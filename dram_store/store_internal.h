@@ -79,6 +79,24 @@ typedef struct fl_gather_watch {
 fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                                   fl_missing policy, const fl_gather_watch *watch);
 
+/* Zero-copy reads: a GPU reads dense tables' rows in place, under the row
+ * seqlocks (seq_stripe.h), once that memory is registered for device access.
+ * map and unmap return 0 on success. */
+typedef int (*fl_region_fn)(void *p, size_t bytes);
+/* Registers, through map, what zero-copy readers touch: the seqlock stripes
+ * and every dense table's rows (blocks with their pages to themselves).
+ * Counted: the first call maps, later ones only count, and the last matching
+ * fl_store_unmap_rows unmaps (through the first caller's unmap).
+ * 0, or -1 when a map failed (what was mapped is unmapped, nothing counted).
+ * Thread-safe. */
+int fl_store_map_rows(fl_store *s, fl_region_fn map, fl_region_fn unmap);
+void fl_store_unmap_rows(fl_store *s);
+/* The seqlock stripes: FL_SEQ_STRIPES 32-bit counters. */
+const uint32_t *fl_store_seq_stripes(const fl_store *s);
+/* A dense table's rows (id i at + i * row bytes); NULL for hashed tables and
+ * for every table of a cluster store's local tier. */
+const void *fl_store_dense_rows(const fl_store *s, uint32_t table);
+
 /* A gather is likely within `ns`: the store's threads stay awake until then
  * (fl_workers_wake), so it starts without waking them. */
 void fl_store_expect_gather(fl_store *s, uint64_t ns);

@@ -23,7 +23,7 @@ int fl_table_init(fl_table *t, fl_store_env *env, uint32_t id, const fl_table_de
   strcpy(t->name, name);
   t->desc.name = t->name;
   if (d->id_kind == FL_IDS_DENSE && !cached) {
-    t->dense = fl_mem_alloc(&env->mem, d->corpus_size * t->row_bytes, 1);
+    t->dense = fl_mem_alloc(&env->mem, d->corpus_size * t->row_bytes, FL_MEM_ZERO | FL_MEM_PAGES);
     if (!t->dense && d->corpus_size) goto oom;
     atomic_init(&t->rows, d->corpus_size);
   } else {

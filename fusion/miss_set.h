@@ -80,6 +80,12 @@ FL_HD uint64_t fl_miss_row(uint64_t r, uint32_t n, uint32_t n_miss, uint32_t n_p
   return r < n_miss ? r : n_miss + (r - (n - n_ptr));
 }
 
+/* Staging bytes of an arg's u unique rows of vec_bytes: args start 16-byte
+ * aligned (fl_misses_layout, and the zero-copy kernel's copy of it). */
+FL_HD uint64_t fl_miss_stage_bytes(uint32_t u, uint32_t vec_bytes) {
+  return ((uint64_t)u * vec_bytes + 15u) & ~15ull;
+}
+
 /* Resolves a uid: its arg, its staging row, whether it is a pointer row.
  * Returns 0 when the uid is unused (between an arg's two kinds). */
 FL_HD int fl_miss_resolve(const uint64_t *key_offsets, const fl_batch_arg *args, uint32_t n_args,

@@ -12,8 +12,6 @@
 #include "dram_store/store_internal.h"
 #include "fusion/query.h"
 
-static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
-
 static uint32_t uniques(const uint32_t *per_arg, uint32_t a) {
   return per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
 }
@@ -22,7 +20,7 @@ uint64_t fl_misses_layout(const fl_part_batch *b, const uint32_t *per_arg, uint6
   uint64_t bytes = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     stage_base[a] = bytes;
-    bytes = align16(bytes + (uint64_t)uniques(per_arg, a) * b->args[a].vec_bytes);
+    bytes += fl_miss_stage_bytes(uniques(per_arg, a), b->args[a].vec_bytes);
   }
   return bytes;
 }
@@ -60,13 +58,16 @@ static void feed_rows(void *ctx, uint64_t rows) {
   f->cpu_ns += fl_thread_cpu_ns() - cpu0;
 }
 
-fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
-                          const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
-                          uint64_t *gen, fl_staged_fn staged, void *ctx) {
-  fl_cache *c = b->c;
-  uint64_t cpu0 = fl_thread_cpu_ns();
+void fl_misses_generations(const fl_cache *c, uint64_t *gen) {
   for (uint32_t t = 0; t < c->n_tables; t++)
     gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
+}
+
+fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
+                          const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
+                          const void *const *in_place, fl_staged_fn staged, void *ctx) {
+  fl_cache *c = b->c;
+  uint64_t cpu0 = fl_thread_cpu_ns();
   uint32_t na = b->n_args ? b->n_args : 1;
   fl_table_query *q = malloc(na * sizeof *q);
   fl_ref_query *rq = malloc(na * sizeof *rq);
@@ -85,16 +86,21 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
     const fl_batch_arg *g = &b->args[a];
     uint32_t miss = per_arg[FL_MISS_COUNTERS * a], ptr = per_arg[FL_MISS_COUNTERS * a + 1];
     uint8_t *out = staging + stage_base[a];
-    if (miss) row_bytes[nq] = g->vec_bytes, q[nq++] = (fl_table_query){g->table, ids + g->key_offset, miss, out};
+    /* Misses read in place keep their staging rows, unfetched here. */
+    uint32_t fetch = in_place && in_place[g->table] ? 0 : miss;
+    if (fetch)
+      row_bytes[nq] = g->vec_bytes, q[nq++] = (fl_table_query){g->table, ids + g->key_offset, fetch, out};
     uint64_t top = g->key_offset + g->n - ptr;
     if (ptr)
       rq[nr++] = (fl_ref_query){g->table, ids + top, refs + top, ptr,
                                 out + (uint64_t)miss * g->vec_bytes};
-    rows += miss + ptr;
-    if (miss + ptr) bytes = stage_base[a] + (uint64_t)(miss + ptr) * g->vec_bytes;
+    rows += fetch + ptr;
+    if (fetch + ptr) bytes = stage_base[a] + (uint64_t)(miss + ptr) * g->vec_bytes;
   }
   /* A consumer gets the rows as they land when they all come by id (the
-   * staging then fills in query order); with pointer rows, at the end. */
+   * staging then fills in query order); with pointer rows, at the end. The
+   * stretches span the staging of rows read in place: the consumer leaves
+   * those out. */
   stage_feed feed = {q, row_bytes, nq, 0, 0, rows, bytes, 0, staging, staged, ctx, FL_OK, 0};
   fl_gather_watch watch = {feed_rows, &feed};
   uint64_t t0 = fl_now_ns(), cpu1 = fl_thread_cpu_ns();

@@ -45,14 +45,19 @@ typedef fl_status (*fl_staged_fn)(void *ctx, uint64_t begin, uint64_t end);
 /* Smallest stretch handed over before the end: an upload under ~256 KiB is
  * bound by its fixed cost (a few us), not by PCIe bandwidth. */
 #define FL_FETCH_UPLOAD_MIN (256u << 10)
-/* Fetches every unique row from the store into the staging (host memory):
- * misses by id, pointer rows through their references. gen receives each
- * table's generation, read before the fetch. staged (optional) is told of
+/* Reads each table's generation into gen: before any row of the batch is
+ * read from the store (by the host's fetch, or in place by the GPU), so that
+ * a round skips the tables changed since (fl_misses_skip). */
+void fl_misses_generations(const fl_cache *c, uint64_t *gen);
+/* Fetches the unique rows from the store into the staging (host memory):
+ * misses by id, pointer rows through their references; in_place (optional,
+ * per table): non-NULL when the table's misses are not the host's to fetch
+ * (the GPU reads them in place, fusion/zero_copy.h). staged (optional) is told of
  * the staging's stretches as they fill (while the gather runs when every row
  * comes by id); its failure fails the fetch with its status. */
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                           const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
-                          uint64_t *gen, fl_staged_fn staged, void *ctx);
+                          const void *const *in_place, fl_staged_fn staged, void *ctx);
 /* Store references of the unique misses (refs at their uids; 0 when the
  * store lacks the id), for the pointers a unified index may take. */
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,

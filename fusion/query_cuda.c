@@ -37,7 +37,7 @@ static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 /* Byte layout of one part batch's scratch. The header has the same offsets
  * on device and host; the rest differs. */
 typedef struct layout {
-  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, run, ids, header_end;
+  uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, zc, run, ids, header_end;
   /* device */
   uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
       upload, out, total;
@@ -54,6 +54,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->offsets = o, o = align256(o + na * 8);
   l->codes = o, o = align256(o + b->c->n_tables * sizeof(fl_code));
   l->table_cls = o, o = align256(o + b->c->n_tables * 4);
+  l->zc = o, o = align256(o + b->c->n_tables * sizeof(fl_zc_table));
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
   l->run = o, o = align256(o + 8); /* the batch counter, the index kernel's finished blocks */
@@ -112,17 +113,39 @@ typedef struct upload_job {
   fl_part_batch *b;
   uint8_t *up_dev, *up_host; /* the upload block: staging offsets (head bytes), then rows */
   uint64_t head;
+  /* Zero-copy batches: per table, non-NULL when the GPU read its misses in
+   * place (their staging rows are not the host's to upload); else NULL. */
+  const void *const *in_place;
+  const uint64_t *stage_base;
+  const uint32_t *per_arg;
 } upload_job;
 
-static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
-  upload_job *j = ctx;
-  /* The first stretch takes the staging offsets along. */
-  uint64_t from = begin ? j->head + begin : 0, to = j->head + end;
+static fl_status upload(upload_job *j, uint64_t from, uint64_t to) {
   int e = (int)cudaMemcpyAsync(j->up_dev + from, j->up_host + from, to - from,
                                cudaMemcpyHostToDevice, (cudaStream_t)j->b->stream);
   if (e) return fl_fail(j->b->c, FL_ERR_CUDA, "uploading missed rows failed: %s",
                         cudaGetErrorString((cudaError_t)e));
   return FL_OK;
+}
+
+/* Uploads staging bytes [begin, end), around the rows read in place: the
+ * zero-copy kernel wrote those in device memory before these uploads land. */
+static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
+  upload_job *j = ctx;
+  /* The first stretch takes the staging offsets along. */
+  uint64_t from = begin ? j->head + begin : 0, to = j->head + end;
+  for (uint32_t a = 0; j->in_place && a < j->b->n_args && from < to; a++) {
+    if (!j->in_place[j->b->args[a].table]) continue;
+    uint64_t lo = j->head + j->stage_base[a];
+    uint64_t hi = lo + (uint64_t)j->per_arg[FL_MISS_COUNTERS * a] * j->b->args[a].vec_bytes;
+    if (hi <= from || lo >= to) continue;
+    if (lo > from) {
+      fl_status st = upload(j, from, lo);
+      if (st != FL_OK) return st;
+    }
+    from = hi;
+  }
+  return from < to ? upload(j, from, to) : FL_OK;
 }
 
 /* Scatters the fetched rows (uploaded by the fetch into the upload block at
@@ -366,6 +389,7 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
   for (uint32_t t = 0; t < c->n_tables; t++) {
     memcpy(H + l->codes + t * sizeof(fl_code), &c->tables[t].code, sizeof(fl_code));
     ((uint32_t *)(H + l->table_cls))[t] = c->tables[t].cls;
+    ((fl_zc_table *)(H + l->zc))[t].rows = c->cuda->zc_rows ? c->cuda->zc_rows[t] : NULL;
   }
   *index_threads = scan_i[b->n_args];
   *copy_threads = scan_c[b->n_args];
@@ -547,6 +571,12 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   /* A prepared query's graph: its work orders after the previous run's on
    * any stream (plan_reuse). */
   int graph = pl && pl->exec && !clear_set && !profiled;
+  /* Generations before any row is read (the GPU may read rows in place). */
+  if (!(gen = malloc(c->n_tables * sizeof *gen))) {
+    st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+    goto done;
+  }
+  fl_misses_generations(c, gen);
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
   } else {
@@ -575,21 +605,34 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_query_count(b, per_arg);
   if (n_miss) {
     uint64_t cpu0 = fl_thread_cpu_ns();
-    gen = malloc(c->n_tables * sizeof *gen);
-    if (!gen) {
-      st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-      goto done;
+    /* The zero-copy kernel has read the qualifying misses in place when
+     * the batch has few enough (zero_copy.h); the host fetches the rest. */
+    const fl_cuda_state *cs = c->cuda;
+    uint64_t rows = 0, zc_rows = 0;
+    for (uint32_t a = 0; a < b->n_args; a++) {
+      rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
+      if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
+    }
+    const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
+    if (in_place) {
+      TRY(fl_launch_zero_copy((const fl_batch_arg *)(D + l.args), b->n_args, m,
+                              (const fl_zc_table *)(D + l.zc), cs->zc_seq,
+                              (uint64_t *)(D + l.upload), D + l.upload + align256(b->n_args * 8ull),
+                              stream));
+      atomic_fetch_add(&c->unique_misses, zc_rows);
+      atomic_fetch_add(&c->zero_copy_rows, zc_rows);
     }
     /* Upload block: the args' staging offsets, then their rows. This
      * thread watches the store's threads gather and uploads as they go. */
     uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
     uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
     fl_misses_layout(b, per_arg, stage_base);
-    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull)};
+    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), in_place,
+                     stage_base, per_arg};
     uint64_t cpu1 = fl_thread_cpu_ns();
     if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
-    if (st == FL_OK)
-      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, gen,
+    if (st == FL_OK && rows > (in_place ? zc_rows : 0))
+      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, in_place,
                            upload_stretch, &up);
     uint64_t cpu2 = fl_thread_cpu_ns();
     if (st == FL_OK) st = scatter_misses(b, &l, x, &m, n_miss);

@@ -194,9 +194,11 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   cpu1 = fl_thread_cpu_ns();
   if (st == FL_OK && fl_cache_unified_limit(c, b->part) > 0)
     st = fl_misses_refs(b, x->per_arg, x->uniq_ids, x->uniq_refs);
-  if (st == FL_OK)
-    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, gen,
+  if (st == FL_OK) {
+    fl_misses_generations(c, gen);
+    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, NULL,
                          NULL, NULL);
+  }
   cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK) {
     fl_workers_for(c->workers, x->n_miss, 4096, scatter_range, x);

@@ -122,15 +122,20 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
   publish(pub, m.counters, wrote_host);
 }
 
-template <typename T>
+// kFresh: the source is host memory another processor writes (zero-copy
+// reads under a seqlock), loaded past every cache (ld.cv) so that a re-read
+// sees the row as it is now.
+template <typename T, bool kFresh>
 __device__ void copy_units(uint8_t *dst, const uint8_t *src, uint32_t unit) {
-  *(T *)(dst + unit * sizeof(T)) = *(const T *)(src + unit * sizeof(T));
+  const T *s = (const T *)(src + unit * sizeof(T));
+  *(T *)(dst + unit * sizeof(T)) = kFresh ? __ldcv(s) : *s;
 }
 
+template <bool kFresh = false>
 __device__ void copy_unit(uint8_t *dst, const uint8_t *src, uint32_t width, uint32_t unit) {
-  if (width == 16) copy_units<uint4>(dst, src, unit);
-  else if (width == 4) copy_units<uint32_t>(dst, src, unit);
-  else copy_units<uint16_t>(dst, src, unit);
+  if (width == 16) copy_units<uint4, kFresh>(dst, src, unit);
+  else if (width == 4) copy_units<unsigned int, kFresh>(dst, src, unit);
+  else copy_units<unsigned short, kFresh>(dst, src, unit);
 }
 
 __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
@@ -170,6 +175,72 @@ __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, u
     // the unit must divide the source address too.
     uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | (uint64_t)s);
     for (uint32_t u = lane; u < a.vec_bytes / width; u += 32) copy_unit(dst, s, width, u);
+  }
+}
+
+// Sum of v over the block (every thread gets it).
+__device__ uint64_t block_sum(uint64_t v) {
+  __shared__ uint64_t part[32];
+  for (int o = 16; o; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  __syncthreads();  // part is free: an earlier call's readers are done
+  if ((threadIdx.x & 31u) == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  uint64_t s = 0;
+  for (unsigned w = 0; w < (blockDim.x + 31) / 32; w++) s += part[w];
+  return s;
+}
+
+// One warp copies a row of host memory that host threads may be rewriting,
+// torn-free, with the store's seqlock protocol (dram_store/seqlock.h): lane 0
+// waits for the stripe to be even, the warp copies, and the copy is redone
+// when the stripe moved meanwhile. The fences order the stripe's loads around
+// the row's, as the host reader's acquire fences do.
+__device__ void seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const uint32_t *stripe,
+                         unsigned lane) {
+  uint32_t width = fl_batch_width(bytes, (uint64_t)dst | (uint64_t)src);
+  for (;;) {
+    uint32_t v = 0;
+    if (lane == 0) {
+      while ((v = __ldcv(stripe)) & 1u) __nanosleep(100);
+      __threadfence_system();
+    }
+    __syncwarp();
+    v = __shfl_sync(0xffffffffu, v, 0);
+    for (uint32_t u = lane; u < bytes / width; u += 32) copy_unit<true>(dst, src, width, u);
+    __threadfence_system();
+    __syncwarp();
+    int moved = 0;
+    if (lane == 0) moved = __ldcv(stripe) != v;
+    if (!__shfl_sync(0xffffffffu, moved, 0)) return;
+  }
+}
+
+// Zero-copy reads (zero_copy.h) of a batch that takes the device path. Block
+// (a, y) serves arg a: it sums the staging bytes of the args before a (the
+// arg's staging offset, which blocks y == 0 write where the host's staging
+// offsets go), then its warps read the arg's unique misses straight from the
+// store's dense rows into the staging, rows y * warps + w,
+// y * warps + w + gridDim.y * warps, ...
+__global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
+                          const fl_zc_table *zc, const uint32_t *seq, uint64_t *stage_base,
+                          uint8_t *staging) {
+  const uint32_t a = blockIdx.x;
+  uint64_t before = 0;
+  for (uint32_t i = threadIdx.x; i < a; i += blockDim.x)
+    before += fl_miss_stage_bytes(m.per_arg[FL_MISS_COUNTERS * i] + m.per_arg[FL_MISS_COUNTERS * i + 1],
+                                  args[i].vec_bytes);
+  before = block_sum(before);
+  if (blockIdx.y == 0 && threadIdx.x == 0) stage_base[a] = before;
+  const fl_batch_arg &g = args[a];
+  const uint8_t *src = zc[g.table].rows;
+  if (!src) return;
+  const unsigned lane = threadIdx.x & 31u, warps = blockDim.x / 32;
+  const uint32_t n_miss = m.per_arg[FL_MISS_COUNTERS * a];
+  const uint64_t base = fl_miss_set_base(g.key_offset, a);
+  for (uint32_t r = blockIdx.y * warps + threadIdx.x / 32; r < n_miss; r += gridDim.y * warps) {
+    uint64_t id = fl_miss_set_id(&m.set, base, g.n, m.uniq_slot[g.key_offset + r]);
+    seq_copy(staging + before + (uint64_t)r * g.vec_bytes, src + id * g.vec_bytes, g.vec_bytes,
+             seq + fl_seq_stripe(g.table, id), lane);
   }
 }
 
@@ -224,6 +295,17 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
   if (n == 0) return 0;
   scatter<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m,
                                                                     stage_base, staging, n);
+  return (int)cudaGetLastError();
+}
+
+extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
+                                   const fl_zc_table *zc, const uint32_t *seq,
+                                   uint64_t *stage_base, uint8_t *staging, void *stream) {
+  if (n_args == 0) return 0;
+  // Blocks per arg: 32 warps each read one row at a time over PCIe.
+  dim3 grid(n_args, 4);
+  zero_copy<<<grid, kThreads, 0, (cudaStream_t)stream>>>(args, n_args, m, zc, seq, stage_base,
+                                                         staging);
   return (int)cudaGetLastError();
 }
 

@@ -6,6 +6,7 @@
 #include "cache/index.h"
 #include "fusion/batch.h"
 #include "fusion/miss_set.h"
+#include "fusion/zero_copy.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,14 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
                     const uint32_t *now, uint64_t *locs, fl_miss_out m, fl_publish pub,
                     int clear_set, void *stream);
+/* Zero-copy reads (zero_copy.h) of a batch that takes the device path, after
+ * its index kernel: writes every arg's staging offset to stage_base (as
+ * fl_misses_layout does) and reads the unique misses of the tables zc makes
+ * readable straight from the store into staging + stage_base[arg], under the
+ * row seqlocks (seq: the store's stripes, device-mapped). */
+int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
+                        const fl_zc_table *zc, const uint32_t *seq, uint64_t *stage_base,
+                        uint8_t *staging, void *stream);
 /* Empties the set slots of m's n missed positions once nothing reads them:
  * the set is then empty again for the next batch of the same shape. */
 int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream);

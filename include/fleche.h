@@ -298,6 +298,14 @@ typedef struct fl_config {
   fl_missing missing;       /* default FL_MISSING_ZERO */
   int profile;              /* CUDA: time the index and hit-copy kernels with events
                                (gpu_ns_* statistics; one more wait per query), default 0 */
+  uint64_t zero_copy_rows;  /* CUDA: when a batch has at most this many distinct misses of
+                               dense tables (per table in the per-table layout), the GPU
+                               reads them straight from the store's memory (zero-copy
+                               over PCIe) instead of the host's gather; more take the
+                               host path. fl_cache_create registers the
+                               store's dense tables for device access (page-locks them)
+                               when non-zero and goes on without zero-copy reads when it
+                               cannot. Default 1024; 0: never (nothing registered) */
 } fl_config;
 
 /* Fills every field with its default. Thread-safe. */
@@ -397,6 +405,8 @@ typedef struct fl_cache_stats {
                                  staging layout, upload enqueues, scatter, admission. The
                                  caller's thread and, on CUDA, the fetch's; work handed to
                                  a thread pool counts the caller's share only */
+  uint64_t zero_copy_rows;    /* CUDA: of unique_misses, rows the GPU read from the store in
+                                 place (cfg.zero_copy_rows) */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

@@ -436,6 +436,8 @@ TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
   fl_table_query q = {2, ids.data(), ids.size(), out.data()};
   FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
   for (float v : out) ASSERT_EQ(v, 200.0f);
+  // On CUDA the invalidated rows were read in place, under the writer.
+  if (GetParam().backend == FL_BACKEND_CUDA) EXPECT_GT(Stats(c.get()).zero_copy_rows, 0u);
 }
 
 // Unified index: misses that do not enter the cache leave pointers into the
@@ -522,13 +524,50 @@ TEST_P(CacheTest, DuplicateMissesAreFetchedOnce) {
   }
   ASSERT_EQ(fl_store_stats(store_.get(), 2, &after2), FL_OK);
   ASSERT_EQ(fl_store_stats(store_.get(), 3, &after3), FL_OK);
-  EXPECT_EQ(after2.lookups - before2.lookups, 3u);
-  EXPECT_EQ(after3.lookups - before3.lookups, 2u);
   fl_cache_table_stats per[4];
   fl_cache_stats st;
   ASSERT_EQ(fl_cache_stats_get(c.get(), &st, per, 4), FL_OK);
+  // The dense table's 3 distinct rows come once: through the store's
+  // gather, or on CUDA read in place by the GPU (zero-copy).
+  EXPECT_EQ(after2.lookups - before2.lookups + st.zero_copy_rows, 3u);
+  EXPECT_EQ(st.zero_copy_rows, GetParam().backend == FL_BACKEND_CUDA ? 3u : 0u);
+  EXPECT_EQ(after3.lookups - before3.lookups, 2u);
   EXPECT_EQ(per[2].misses, 600u);  // positions, not unique rows
   QueryAndCheck(c.get(), ids, nullptr, false);
+}
+
+// Zero-copy (CUDA): a batch with at most cfg.zero_copy_rows distinct misses
+// of dense tables has the GPU read them straight from the store, while the
+// host gathers the hashed table's misses in the same batch; a batch with
+// more takes the host path for all; 0 turns it off. Every answer is the
+// store's. The host backend never reads in place.
+TEST_P(CacheTest, ZeroCopyReadsFewDenseMissesInPlace) {
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  for (uint64_t limit : {0ull, 6ull, 1024ull}) {
+    fl_config cfg = Config(8 << 20, 0.0);  // admit nothing: every lookup misses
+    cfg.zero_copy_rows = limit;
+    fl::Cache c = MakeCache(cfg);
+    ASSERT_NE(c, nullptr);
+    // Two distinct ids per dense table (6 rows in all, one repeated), and
+    // hashed misses, present and absent, for the host.
+    std::vector<std::vector<uint64_t>> few = {{3, 49, 3}, {0, 2999}, {7, 19999, 7},
+                                              {HashedId(1), HashedId(4500), HashedId(1)}};
+    QueryAndCheck(c.get(), few, nullptr, false);
+    uint64_t in_place = Stats(c.get()).zero_copy_rows;
+    EXPECT_EQ(in_place, cuda && limit >= 2 ? 6u : 0u) << "limit " << limit;
+    // 7 distinct dense misses: in place only under the 1024 limit, or, in
+    // the per-table layout, where each table's part batch (at most 3 rows)
+    // is judged alone.
+    std::vector<std::vector<uint64_t>> more = {{1, 2, 4}, {5, 6}, {8, 9}, {HashedId(2)}};
+    QueryAndCheck(c.get(), more, nullptr, cuda);
+    uint64_t per_batch = GetParam().layout == FL_LAYOUT_PER_TABLE ? 3 : 7;
+    EXPECT_EQ(Stats(c.get()).zero_copy_rows - in_place, cuda && limit >= per_batch ? 7u : 0u)
+        << "limit " << limit;
+    // Random batches of both kinds, device buffers every other one.
+    std::mt19937_64 rng(limit);
+    for (int batch = 0; batch < 6; batch++)
+      QueryAndCheck(c.get(), Ids(rng, batch % 2 ? 40 : 400), nullptr, cuda && (batch & 1));
+  }
 }
 
 // Async admission (CUDA) racing queries on several streams, cache clears,

@@ -8,6 +8,8 @@
  *   - the 256-sample batch with 5% of its keys missing, through fl_query and
  *     prepared: before each timed run, MISS_PER_TABLE positions of each of
  *     the 6 largest tables get ids never queried before (dense tables);
+ *     the misses read in place by the GPU (zero-copy, the default), then
+ *     gathered by the host (cfg.zero_copy_rows 0, rows "host");
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu).
@@ -154,9 +156,12 @@ static double query(fl_cache *c, fl_prepared *p, batch *b, cudaStream_t s) {
   return t1 - t0;
 }
 
-static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, int profile) {
+/* zero_copy: cfg.zero_copy_rows, or the default when ~0. */
+static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, int profile,
+                            uint64_t zero_copy) {
   fl_config cfg;
   fl_config_default(&cfg);
+  if (zero_copy != ~0ull) cfg.zero_copy_rows = zero_copy;
   cfg.backend = FL_BACKEND_CUDA;
   cfg.layout = layout;
   cfg.budget_bytes = budget;
@@ -232,25 +237,27 @@ int main(int argc, char **argv) {
   batch big, small;
   make_batch(&big, 16384, card, 1);
   make_batch(&small, 256, card, 2);
-  result res[8];
+  result res[10];
   int n_res = 0;
   const fl_layout layouts[3] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT};
   const char *names_l[3] = {"flat", "per-table", "prepared"};
   for (int l = 0; l < 3; l++) {
-    fl_cache *c = make_cache(store, layouts[l], o.budget, 0);
+    fl_cache *c = make_cache(store, layouts[l], o.budget, 0, ~0ull);
     res[n_res++] = measure(c, &big, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
-    c = make_cache(store, layouts[l], o.budget, 0);
+    c = make_cache(store, layouts[l], o.budget, 0, ~0ull);
     res[n_res++] = measure(c, &small, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
   }
-  /* The 5%-miss small batch, flat, through fl_query and prepared. */
+  /* The 5%-miss small batch, flat, through fl_query and prepared: its 336
+   * distinct misses read in place by the GPU (the default zero_copy_rows),
+   * then gathered by the host (zero_copy_rows 0). */
   cold_ids cold;
   cold_init(&cold, card);
-  const char *names_m[2] = {"flat 5%", "prep 5%"};
-  for (int prepared = 0; prepared < 2; prepared++) {
-    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0);
-    res[n_res++] = measure(c, &small, names_m[prepared], prepared, &cold, o.reps, s);
+  const char *names_m[4] = {"flat 5%", "prep 5%", "flat 5% host", "prep 5% host"};
+  for (int m = 0; m < 4; m++) {
+    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 2 ? ~0ull : 0);
+    res[n_res++] = measure(c, &small, names_m[m], m % 2, &cold, o.reps, s);
     fl_cache_destroy(c);
   }
   for (uint32_t t = 0; t < N_TABLES; t++) {  /* all hits again, for the kernel times */
@@ -261,7 +268,7 @@ int main(int argc, char **argv) {
 
   /* Device time of the two kernels on the small all-hit batch (events
    * around them: cfg.profile). */
-  fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1);
+  fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, ~0ull);
   fl_cache_stats st;
   for (int i = 0; i < 3; i++) query(c, NULL, &small, s);
   fl_cache_stats_reset(c);
@@ -270,7 +277,7 @@ int main(int argc, char **argv) {
   double small_index_us = st.gpu_ns_index / o.reps / 1e3, small_copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
   fl_cache_destroy(c);
   /* Probe rate: the fused index kernel's device time on the all-hit batch. */
-  c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1);
+  c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, ~0ull);
   for (int i = 0; i < 3; i++) query(c, NULL, &big, s);
   fl_cache_stats_reset(c);
   for (int r = 0; r < o.reps; r++) query(c, NULL, &big, s);

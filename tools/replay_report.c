@@ -73,9 +73,11 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
   fprintf(f, "phases (ms, share):");
   for (int i = 0; i < 4; i++) fprintf(f, "  %s %.2f (%.0f%%)", phase_name[i], ns[i] / 1e6, total > 0 ? 100 * ns[i] / total : 0);
   /* The miss path's own host work: CPU time outside the store's gathers. */
-  fprintf(f, "\nmiss path: %llu unique rows fetched, store gather %.2f ms (%.1f ns a row), host "
-          "CPU beyond the gather %.2f ms (%.1f ns a row), waiting for admission rounds %.2f ms",
-          (unsigned long long)s->unique_misses, s->ns_store_gather / 1e6,
+  fprintf(f, "\nmiss path: %llu unique rows fetched (%llu read in place by the GPU), store "
+          "gather %.2f ms (%.1f ns a row), host CPU beyond the gather %.2f ms (%.1f ns a row), "
+          "waiting for admission rounds %.2f ms",
+          (unsigned long long)s->unique_misses, (unsigned long long)s->zero_copy_rows,
+          s->ns_store_gather / 1e6,
           s->unique_misses ? s->ns_store_gather / (double)s->unique_misses : 0,
           s->ns_miss_host_cpu / 1e6,
           s->unique_misses ? s->ns_miss_host_cpu / (double)s->unique_misses : 0,

@@ -110,6 +110,7 @@ class fl_config(Structure):
         ("host_threads", c_uint32),
         ("missing", c_int),
         ("profile", c_int),
+        ("zero_copy_rows", c_uint64),
     ]
 
 
@@ -139,6 +140,7 @@ class fl_cache_stats(Structure):
         ("gpu_ns_index", c_double),
         ("gpu_ns_hit_copy", c_double),
         ("ns_miss_host_cpu", c_double),
+        ("zero_copy_rows", c_uint64),
     ]
 
 
