@@ -92,6 +92,18 @@ void fl_round_failed(fl_cache *c, uint32_t part, fl_status st, const char *msg) 
   snprintf(r->failed_msg, sizeof r->failed_msg, "%s", msg);
 }
 
+void fl_round_wait(fl_cache *c, uint32_t part) {
+  pthread_mutex_lock(&c->lock);
+  void *ev = c->parts[part].round->event;
+  pthread_mutex_unlock(&c->lock);
+  /* Events are pooled, never destroyed while the cache lives: one settled
+   * and reused meanwhile marks a later point, and the settle under the lock
+   * still waits for the right one. */
+  uint64_t t0 = fl_now_ns();
+  if (ev && cudaEventSynchronize((cudaEvent_t)ev) != cudaSuccess) (void)cudaGetLastError();
+  atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
+}
+
 fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;

@@ -74,6 +74,11 @@ void fl_round_destroy(struct fl_cache *c, uint32_t part);
  * Reports a round that failed, or whose launch failed (fl_round_failed),
  * once. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
+/* Waits, without the cache lock, until the part's round in flight (if any)
+ * is over, so that fl_round_prepare's settle finds it done and the lock is
+ * not held across the wait: queries take that lock too. Takes the lock
+ * briefly. */
+void fl_round_wait(struct fl_cache *c, uint32_t part);
 /* Readies a round: settles the last, makes room and gives each class at
  * least need[cls] reservoir slots where the pool has them. The caller then
  * calls fl_round_skip, launches the round's kernels on the maintenance

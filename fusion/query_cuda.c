@@ -245,6 +245,7 @@ static void round_deliver(void *ctx) {
   fl_status st = cudaSetDevice(c->cuda->device) == cudaSuccess
                      ? FL_OK
                      : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for an admission round");
+  if (st == FL_OK) fl_round_wait(c, j->part);
   pthread_mutex_lock(&c->lock);
   if (st == FL_OK) st = round_launch(j);
   if (st != FL_OK) {
