@@ -278,6 +278,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->n_tables = n;
   c->subscription = -1;
   pthread_mutex_init(&c->lock, NULL);
+  fl_reclaim_init(&c->reclaim);
   c->admit_threshold = fl_admit_threshold(cfg->admit_probability);
   for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
   st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);

@@ -88,6 +88,7 @@ fl_status fl_cuda_state_create(fl_cache *c) {
   fl_cuda_state *s = calloc(1, sizeof *s);
   if (!s) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   c->cuda = s;
+  pthread_mutex_init(&s->events_lock, NULL);
   s->device = c->cfg.device;
   FL_CUDA_TRY(NULL, cudaSetDevice(s->device));
   cudaStream_t st;
@@ -129,6 +130,7 @@ void fl_cuda_state_destroy(fl_cache *c) {
   free(s->zc_rows);
   free(s->scratch);
   free(s->free_events);
+  pthread_mutex_destroy(&s->events_lock);
   free(s);
   c->cuda = NULL;
 }
@@ -145,10 +147,12 @@ void fl_cuda_event_release(void *ctx, void *event) {
   fl_cache *c = ctx;
   fl_cuda_state *s = c->cuda;
   if (!s) return;
+  pthread_mutex_lock(&s->events_lock);
   if (s->n_free_events == s->cap_free_events) {
     size_t cap = s->cap_free_events ? s->cap_free_events * 2 : 16;
     void **f = realloc(s->free_events, cap * sizeof *f);
     if (!f) {
+      pthread_mutex_unlock(&s->events_lock);
       cudaEventDestroy((cudaEvent_t)event);
       return;
     }
@@ -156,12 +160,16 @@ void fl_cuda_event_release(void *ctx, void *event) {
     s->cap_free_events = cap;
   }
   s->free_events[s->n_free_events++] = event;
+  pthread_mutex_unlock(&s->events_lock);
 }
 
 fl_status fl_cuda_event_get(fl_cache *c, void **event) {
   fl_cuda_state *s = c->cuda;
-  if (s->n_free_events) {
-    *event = s->free_events[--s->n_free_events];
+  pthread_mutex_lock(&s->events_lock);
+  void *pooled = s->n_free_events ? s->free_events[--s->n_free_events] : NULL;
+  pthread_mutex_unlock(&s->events_lock);
+  if (pooled) {
+    *event = pooled;
     return FL_OK;
   }
   cudaEvent_t e;

@@ -7,6 +7,7 @@
 #ifndef FL_CACHE_CUDA_STATE_H
 #define FL_CACHE_CUDA_STATE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "include/fleche.h"
@@ -45,6 +46,7 @@ typedef struct fl_scratch {
 typedef struct fl_cuda_state {
   int device;
   void *maint;                 /* cudaStream_t: index mutations, in order */
+  pthread_mutex_t events_lock; /* guards the event pool (a leaf lock) */
   void **free_events;          /* cudaEvent_t pool */
   size_t n_free_events, cap_free_events;
   void *m_dev, *m_host;        /* maintenance scratch (under the cache lock) */
@@ -70,7 +72,7 @@ void fl_cuda_state_sync(struct fl_cache *c);
 /* Reclamation hooks (ctx is the cache). */
 int fl_cuda_event_done(void *ctx, void *event);
 void fl_cuda_event_release(void *ctx, void *event);
-/* An event from the pool (under the cache lock). */
+/* An event from the pool (thread-safe). */
 fl_status fl_cuda_event_get(struct fl_cache *c, void **event);
 /* Maintenance scratch of at least these sizes (under the cache lock). */
 fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,

@@ -3,7 +3,10 @@
 
 #include <stdlib.h>
 
+void fl_reclaim_init(fl_reclaim *r) { pthread_mutex_init(&r->mu, NULL); }
+
 void fl_reclaim_destroy(fl_reclaim *r) {
+  pthread_mutex_destroy(&r->mu);
   free(r->inflight);
   free(r->retired);
   r->inflight = NULL;
@@ -12,7 +15,7 @@ void fl_reclaim_destroy(fl_reclaim *r) {
   r->n_retired = r->cap_retired = 0;
 }
 
-int64_t fl_reclaim_begin(fl_reclaim *r) {
+static int64_t begin_locked(fl_reclaim *r) {
   uint32_t i = 0;
   while (i < r->n_inflight && r->inflight[i].active) i++;
   if (i == r->n_inflight) {
@@ -31,7 +34,7 @@ int64_t fl_reclaim_begin(fl_reclaim *r) {
   return i;
 }
 
-void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event) {
+static void end_locked(fl_reclaim *r, int64_t ticket, void *event) {
   fl_inflight *f = &r->inflight[ticket];
   if (event)
     f->event = event;
@@ -39,7 +42,7 @@ void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event) {
     f->active = 0;
 }
 
-int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t part) {
+static int retire_locked(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t part) {
   if (r->n_retired + n > r->cap_retired) {
     uint64_t cap = r->cap_retired ? r->cap_retired * 2 : 1024;
     while (cap < r->n_retired + n) cap *= 2;
@@ -58,7 +61,7 @@ int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t 
   return 0;
 }
 
-uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h) {
+static uint64_t collect_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
   uint64_t oldest = r->epoch;
   for (uint32_t i = 0; i < r->n_inflight; i++) {
     fl_inflight *f = &r->inflight[i];
@@ -82,5 +85,32 @@ uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h) {
     for (uint64_t i = k; i < r->n_retired; i++) r->retired[i - k] = r->retired[i];
     r->n_retired -= k;
   }
+  return k;
+}
+
+int64_t fl_reclaim_begin(fl_reclaim *r) {
+  pthread_mutex_lock(&r->mu);
+  int64_t t = begin_locked(r);
+  pthread_mutex_unlock(&r->mu);
+  return t;
+}
+
+void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event) {
+  pthread_mutex_lock(&r->mu);
+  end_locked(r, ticket, event);
+  pthread_mutex_unlock(&r->mu);
+}
+
+int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t part) {
+  pthread_mutex_lock(&r->mu);
+  int rc = retire_locked(r, locs, n, part);
+  pthread_mutex_unlock(&r->mu);
+  return rc;
+}
+
+uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h) {
+  pthread_mutex_lock(&r->mu);
+  uint64_t k = collect_locked(r, h);
+  pthread_mutex_unlock(&r->mu);
   return k;
 }

@@ -4,10 +4,13 @@
  * pool only when every query that began at or before that epoch has finished
  * (CUDA: its completion event on the caller's stream has fired). So copy
  * kernels read slabs without locks and never see reused memory.
- * Not thread-safe: the cache calls it under its mutex. */
+ * Thread-safe through its own mutex, a leaf but for collect's hooks: queries
+ * begin and end without the cache lock, which admission rounds hold for
+ * tens of microseconds; removals retire, and collect runs, under it. */
 #ifndef FL_CACHE_RECLAIM_H
 #define FL_CACHE_RECLAIM_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 
@@ -24,6 +27,7 @@ typedef struct fl_retired {
 } fl_retired;
 
 typedef struct fl_reclaim {
+  pthread_mutex_t mu;      /* guards everything below */
   uint64_t epoch;          /* bumped at each removal batch */
   fl_inflight *inflight;   /* slots, reused; tickets index into it */
   uint32_t n_inflight, cap_inflight;
@@ -31,6 +35,7 @@ typedef struct fl_reclaim {
   uint64_t n_retired, cap_retired;
 } fl_reclaim;
 
+void fl_reclaim_init(fl_reclaim *r);
 void fl_reclaim_destroy(fl_reclaim *r);
 /* Registers a query; returns its ticket, or -1 on allocation failure. */
 int64_t fl_reclaim_begin(fl_reclaim *r);

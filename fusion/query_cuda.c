@@ -523,10 +523,9 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   uint8_t *D = x->dev, *H = x->host;
   refresh_header(b, &l, dargs, H, D);
 
-  pthread_mutex_lock(&c->lock);
+  /* Neither takes the cache lock, which a round's launch holds. */
   int64_t ticket = fl_reclaim_begin(&c->reclaim);
   int want_refs = fl_cache_unified_limit(c, b->part) > 0;
-  pthread_mutex_unlock(&c->lock);
   if (ticket < 0) {
     if (!pl) {
       fl_cuda_scratch_release(c, x);
@@ -669,7 +668,6 @@ done:
     /* The query's reads end, and the scratch frees up, when the stream gets
      * here. */
     void *ev = NULL;
-    pthread_mutex_lock(&c->lock);
     if (fl_cuda_event_get(c, &ev) == FL_OK &&
         cudaEventRecord((cudaEvent_t)ev, stream) == cudaSuccess) {
       fl_reclaim_end(&c->reclaim, ticket, ev);
@@ -679,7 +677,6 @@ done:
       if (ev) fl_cuda_event_release(c, ev);
       fl_reclaim_end(&c->reclaim, ticket, NULL);
     }
-    pthread_mutex_unlock(&c->lock);
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
   }
   /* The round goes to the courier with the scratch, once nothing here

@@ -239,9 +239,7 @@ fl_status fl_query_part_host(fl_part_batch *b) {
   }
   memset(x.set.ids, 0xff, sets * sizeof *x.set.ids);
   for (uint32_t a = 0; a < b->n_args; a++) x.offsets[a] = b->args[a].key_offset;
-  pthread_mutex_lock(&c->lock);
   int64_t ticket = fl_reclaim_begin(&c->reclaim);
-  pthread_mutex_unlock(&c->lock);
   if (ticket < 0) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query");
     goto out;
@@ -259,9 +257,7 @@ fl_status fl_query_part_host(fl_part_batch *b) {
     fl_query_count(b, x.per_arg);
     if (x.n_miss) st = finish_misses(b, &x);
   }
-  pthread_mutex_lock(&c->lock);
   fl_reclaim_end(&c->reclaim, ticket, NULL);
-  pthread_mutex_unlock(&c->lock);
 out:
   free(x.offsets);
   free(x.locs);
