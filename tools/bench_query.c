@@ -5,8 +5,9 @@
  *     and the same flat batches as prepared queries (fl_prepared_run); with
  *     each, the p50 of the call's own time (the host time before the stream
  *     wait);
- *   - the 256-sample batch with 5% of its keys missing, through fl_query and
- *     prepared: before each timed run, MISS_PER_TABLE positions of each of
+ *   - the 256-sample batch with 5% of its keys missing (--miss-per-table N
+ *     picks another share), through fl_query and
+ *     prepared: before each timed run, N (56) positions of each of
  *     the 6 largest tables get ids never queried before (dense tables);
  *     the misses read in place by the GPU (zero-copy, the default), then
  *     gathered by the host (cfg.zero_copy_rows 0, rows "host");
@@ -37,6 +38,7 @@ typedef struct opts {
   int reps;          /* timed repetitions per measurement */
   uint64_t budget;   /* cache bytes, both layouts */
   const char *json;
+  uint32_t miss_per_table; /* cold positions in each of the MISS_TABLES tables */
 } opts;
 
 typedef struct batch {
@@ -110,9 +112,11 @@ static void free_batch(batch *b) {
 typedef struct cold_ids {
   uint32_t table[MISS_TABLES];
   uint64_t next[N_TABLES];
+  uint32_t per_table; /* cold positions per table */
 } cold_ids;
 
-static void cold_init(cold_ids *k, const uint64_t *card) {
+static void cold_init(cold_ids *k, const uint64_t *card, uint32_t per_table) {
+  k->per_table = per_table;
   uint32_t order[N_TABLES];
   for (uint32_t t = 0; t < N_TABLES; t++) order[t] = t, k->next[t] = card[t];
   for (uint32_t i = 0; i < MISS_TABLES; i++)
@@ -124,12 +128,12 @@ static void cold_init(cold_ids *k, const uint64_t *card) {
   memcpy(k->table, order, sizeof k->table);
 }
 
-/* Gives the first MISS_PER_TABLE positions of each cold table ids that no
+/* Gives the first k->per_table positions of each cold table ids that no
  * earlier run asked for (none of the warm ids either), on host and device. */
 static void fresh_misses(batch *b, cold_ids *k) {
   for (uint32_t i = 0; i < MISS_TABLES; i++) {
     uint32_t t = k->table[i];
-    for (uint32_t p = 0; p < MISS_PER_TABLE && p < b->samples; p++) {
+    for (uint32_t p = 0; p < k->per_table && p < b->samples; p++) {
       uint64_t id;
       int warm;
       do {
@@ -203,14 +207,16 @@ static result measure(fl_cache *c, batch *b, const char *layout, int prepared, c
 }
 
 int main(int argc, char **argv) {
-  opts o = {1.0, 200, 2ull << 30, NULL};
+  opts o = {1.0, 200, 2ull << 30, NULL, MISS_PER_TABLE};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--scale") && i + 1 < argc) o.scale = atof(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--budget-mb") && i + 1 < argc) o.budget = strtoull(argv[++i], NULL, 10) << 20;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) o.json = argv[++i];
+    else if (!strcmp(argv[i], "--miss-per-table") && i + 1 < argc) o.miss_per_table = (uint32_t)atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_query [--scale S] [--reps N] [--budget-mb MB] [--json FILE]\n");
+      fprintf(stderr, "usage: bench_query [--scale S] [--reps N] [--budget-mb MB] [--json FILE] "
+                      "[--miss-per-table N]\n");
       return 2;
     }
   }
@@ -253,9 +259,12 @@ int main(int argc, char **argv) {
    * distinct misses read in place by the GPU (the default zero_copy_rows),
    * then gathered by the host (zero_copy_rows 0). */
   cold_ids cold;
-  cold_init(&cold, card);
-  const char *names_m[4] = {"flat 5%", "prep 5%", "flat 5% host", "prep 5% host"};
+  cold_init(&cold, card, o.miss_per_table);
+  double miss_pct = 100.0 * MISS_TABLES * o.miss_per_table / (small.samples * N_TABLES);
+  static char names_m[4][32];
+  const char *kind[4] = {"flat", "prep", "flat", "prep"};
   for (int m = 0; m < 4; m++) {
+    snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m], miss_pct, m < 2 ? "" : " host");
     fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 2 ? ~0ull : 0);
     res[n_res++] = measure(c, &small, names_m[m], m % 2, &cold, o.reps, s);
     fl_cache_destroy(c);
