@@ -83,7 +83,7 @@ struct fl_cache {
   _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait, ns_miss_cpu;
   _Atomic uint64_t zero_copy_rows;
   _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
-  _Atomic int gathered_last;  /* CUDA: the last batch gathered many rows on the host
+  _Atomic int gathered_last;  /* CUDA: the last batch gathered rows on the host
                                  (fusion/query_cuda.c) */
   fl_table_counters *counters;
 };

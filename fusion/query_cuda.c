@@ -103,13 +103,11 @@ void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_q
 static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 
 /* How long the gather's threads spin when woken ahead (fl_workers_wake): the
- * index kernel of a large batch, with room. Only after a batch whose host
- * gather had FL_FETCH_PREWAKE_ROWS rows or more: a small gather wakes its
- * threads in less time than they would spin, and spinning threads on every
- * core slow the caller and the courier (measured on the H100: a 256-sample
- * batch with 12 misses took 90-130 us with them spinning). */
+ * index kernel of a large batch, with room. Only after a batch the host
+ * gathered rows for: after a zero-copy batch they would spin on every core
+ * for nothing. (Waking them cold instead costs a 256-sample batch with 336
+ * host-gathered misses 180-280 us against 48-55 on the H100.) */
 #define FL_FETCH_PREWAKE_NS 300000ull
-#define FL_FETCH_PREWAKE_ROWS 1024u
 
 /* Where the fetch's stretches of gathered rows go: the upload block, on the
  * caller's stream, each as soon as it is gathered, so that the upload
@@ -588,7 +586,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, stream,
                            profiled ? prof : NULL));
   }
-  /* A batch after one with a large gather likely has one too: wake the
+  /* A batch after one with a gather likely has one too: wake the
    * store's gather threads now, so that they spin while the index kernel
    * runs instead of being woken once the counters are up. */
   if (atomic_load_explicit(&c->gathered_last, memory_order_relaxed))
@@ -637,8 +635,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     uint64_t cpu1 = fl_thread_cpu_ns();
     if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
     uint64_t host_rows = rows - (in_place ? zc_rows : 0);
-    atomic_store_explicit(&c->gathered_last, host_rows >= FL_FETCH_PREWAKE_ROWS,
-                          memory_order_relaxed);
+    atomic_store_explicit(&c->gathered_last, host_rows != 0, memory_order_relaxed);
     if (st == FL_OK && host_rows)
       st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, in_place,
                            upload_stretch, &up);
