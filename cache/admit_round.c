@@ -48,9 +48,12 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   r->res = calloc(n ? n : 1, sizeof *r->res);
   r->ret = calloc(n ? n : 1, sizeof *r->ret);
   r->cap = calloc(n ? n : 1, sizeof *r->cap);
-  r->top = calloc(n ? n : 1, sizeof *r->top);
-  if (!r->res || !r->ret || !r->cap || !r->top)
+  if (!r->res || !r->ret || !r->cap)
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  /* Pinned: each round uploads it, and an upload from pageable memory
+   * would wait for the maintenance stream first. */
+  FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->top, (n ? n : 1) * sizeof *r->top));
+  memset(r->top, 0, (n ? n : 1) * sizeof *r->top);
   state_layout l;
   layout(n, c->n_tables, &l);
   FL_CUDA_TRY(NULL, cudaMalloc(&r->state_d, l.total));
@@ -81,7 +84,7 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
   free(r->res);
   free(r->ret);
   free(r->cap);
-  free(r->top);
+  cudaFreeHost(r->top);
   free(r);
   c->parts[part].round = NULL;
 }

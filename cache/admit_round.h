@@ -60,7 +60,8 @@ typedef struct fl_admit_round {
   uint64_t refill_cap;
   uint64_t **res, **ret; /* per class: device arrays (host copies of the pointers) */
   uint64_t *cap;      /* per class: capacity of res and ret, in slots */
-  uint64_t *top;      /* per class: slots on the reservoir, exact once settled */
+  uint64_t *top;      /* per class: slots on the reservoir, exact once settled
+                         (pinned: uploaded by each round) */
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
   fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
   char failed_msg[256];
