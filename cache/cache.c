@@ -39,7 +39,6 @@ void fl_config_default(fl_config *cfg) {
   cfg->low_watermark = 0.80;
   cfg->seed = 0x5eed;
   cfg->missing = FL_MISSING_ZERO;
-  cfg->zero_copy_rows = 1024;
 }
 
 static fl_status check_config(const fl_config *cfg) {

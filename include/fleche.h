@@ -305,7 +305,8 @@ typedef struct fl_config {
                                host path. fl_cache_create registers the
                                store's dense tables for device access (page-locks them)
                                when non-zero and goes on without zero-copy reads when it
-                               cannot. Default 1024; 0: never (nothing registered) */
+                               cannot. Default 0: never (nothing registered); 1024 is
+                               a fit for small batches (docs/PERFORMANCE.md) */
 } fl_config;
 
 /* Fills every field with its default. Thread-safe. */

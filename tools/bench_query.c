@@ -9,8 +9,8 @@
  *     picks another share), through fl_query and
  *     prepared: before each timed run, N (56) positions of each of
  *     the 6 largest tables get ids never queried before (dense tables);
- *     the misses read in place by the GPU (zero-copy, the default), then
- *     gathered by the host (cfg.zero_copy_rows 0, rows "host");
+ *     the misses read in place by the GPU (cfg.zero_copy_rows 1024), then
+ *     gathered by the host (0, the default: rows "host");
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu).
@@ -265,7 +265,7 @@ int main(int argc, char **argv) {
   const char *kind[4] = {"flat", "prep", "flat", "prep"};
   for (int m = 0; m < 4; m++) {
     snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m], miss_pct, m < 2 ? "" : " host");
-    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 2 ? ~0ull : 0);
+    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 2 ? 1024 : 0);
     res[n_res++] = measure(c, &small, names_m[m], m % 2, &cold, o.reps, s);
     fl_cache_destroy(c);
   }
