@@ -447,7 +447,8 @@ class Cache(_Owner):
     Keyword arguments map to fl_config fields; None keeps the library default
     (fl_config_default): budget_bytes 1 GiB, admit_probability 0.5, key_bits 64,
     max_load 0.5, watermarks 0.95/0.80, unified_entries 0, host_threads 0 (all
-    cores), seed 0x5eed. backend "auto" picks CUDA when a GPU is usable (env
+    cores), seed 0x5eed, zero_copy_rows 0 (CUDA: batches with at most that many
+    distinct misses of dense tables read them in place from the store). backend "auto" picks CUDA when a GPU is usable (env
     FL_BACKEND=host|cuda overrides "auto"). missing: "zero" (absent hashed ids
     answer zero vectors) or "error" (queries raise NotFound).
     """
@@ -459,7 +460,8 @@ class Cache(_Owner):
                  missing: str = "zero", device: Optional[int] = None,
                  encoding: str = "size_aware", max_load: Optional[float] = None,
                  high_watermark: Optional[float] = None, low_watermark: Optional[float] = None,
-                 seed: Optional[int] = None, profile: bool = False) -> None:
+                 seed: Optional[int] = None, profile: bool = False,
+                 zero_copy_rows: Optional[int] = None) -> None:
         if not isinstance(store, Store):
             raise InvalidArgument(f"Cache: expected a fleche.Store, got {type(store).__name__}")
         cfg = _lib.fl_config()
@@ -473,7 +475,8 @@ class Cache(_Owner):
                             ("key_bits", key_bits), ("unified_entries", unified_entries),
                             ("host_threads", host_threads), ("device", device),
                             ("max_load", max_load), ("high_watermark", high_watermark),
-                            ("low_watermark", low_watermark), ("seed", seed)):
+                            ("low_watermark", low_watermark), ("seed", seed),
+                            ("zero_copy_rows", zero_copy_rows)):
             if value is not None:
                 if isinstance(getattr(cfg, name), int) and (not isinstance(value, (int, np.integer))
                                                             or value < 0):

@@ -42,6 +42,16 @@ def test_cache_stats_values(store, cache):
     assert cache.stats().index_entries == 0
 
 
+def test_zero_copy_is_cuda_only(store):
+    # The host backend takes the setting and gathers every miss itself.
+    with fleche.Cache(store, backend="host", host_threads=2, zero_copy_rows=1024) as c:
+        c.query({"user": np.array([1, 2, 2], dtype=np.uint64)})
+        st = c.stats()
+        assert st.unique_misses == 2 and st.zero_copy_rows == 0
+    with pytest.raises(fleche.InvalidArgument, match="zero_copy_rows"):
+        fleche.Cache(store, backend="host", zero_copy_rows=-1)
+
+
 def test_store_stats(store):
     st = store.stats("user")
     assert st.rows == 1000 and st.bytes == 1000 * 16 * 4
