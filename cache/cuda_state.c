@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/courier.h"
 #include "common/cuda_check.h"
 #include "dram_store/store_internal.h"
 
@@ -89,6 +90,7 @@ fl_status fl_cuda_state_create(fl_cache *c) {
   if (!s) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   c->cuda = s;
   pthread_mutex_init(&s->events_lock, NULL);
+  pthread_mutex_init(&s->scratch_lock, NULL);
   s->device = c->cfg.device;
   FL_CUDA_TRY(NULL, cudaSetDevice(s->device));
   cudaStream_t st;
@@ -131,6 +133,7 @@ void fl_cuda_state_destroy(fl_cache *c) {
   free(s->scratch);
   free(s->free_events);
   pthread_mutex_destroy(&s->events_lock);
+  pthread_mutex_destroy(&s->scratch_lock);
   free(s);
   c->cuda = NULL;
 }
@@ -211,30 +214,67 @@ fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes
   return st;
 }
 
+static int round_posted(const fl_scratch *y) {
+  return __atomic_load_n(&y->round_posted, __ATOMIC_ACQUIRE);
+}
+
+/* A set no query holds whose last uses have not all ended yet. */
+static int set_pending(fl_cache *c, const fl_scratch *y) {
+  return (y->busy_until && !fl_cuda_event_done(c, y->busy_until)) ||
+         (y->admit_done && !fl_cuda_event_done(c, y->admit_done));
+}
+
+/* Waits until y's last uses end: its round launched (the courier), then its
+ * query's and its round's events. */
+static void set_wait(fl_cache *c, fl_scratch *y) {
+  if (round_posted(y)) fl_courier_idle(c->courier);
+  if (y->busy_until) cudaEventSynchronize((cudaEvent_t)y->busy_until);
+  if (y->admit_done) cudaEventSynchronize((cudaEvent_t)y->admit_done);
+  (void)cudaGetLastError();
+}
+
+/* Pending sets beyond which a query waits for one rather than make another:
+ * a new set costs tens of milliseconds of pinned and device allocation at
+ * a large shape, a pending one frees when its admission round ends (on the
+ * H100, a replay batch that allocated a third set took 35-53 ms). */
+#define FL_SCRATCH_PENDING_MAX 2
+
 fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   fl_scratch **out) {
   fl_cuda_state *s = c->cuda;
   fl_status st = FL_OK;
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&s->scratch_lock);
   fl_scratch *x = NULL;
-  for (size_t i = 0; i < s->n_scratch && !x; i++) {
-    fl_scratch *y = &s->scratch[i];
-    if (y->in_use) continue;
-    if (y->busy_until && !fl_cuda_event_done(c, y->busy_until)) continue;
-    if (y->admit_done && !fl_cuda_event_done(c, y->admit_done)) continue;
-    x = y;
+  for (;;) {
+    fl_scratch *pending = NULL;
+    size_t n_pending = 0;
+    for (size_t i = 0; i < s->n_scratch && !x; i++) {
+      fl_scratch *y = &s->scratch[i];
+      /* Pending: released but still read on the device, or held by its
+       * admission round until the courier launches it. */
+      int posted = round_posted(y);
+      if (y->in_use && !posted) continue; /* a running query's */
+      if (!y->in_use && !set_pending(c, y)) x = y;
+      else if (n_pending++ == 0 || !posted)
+        pending = y; /* prefer one whose round is launched already */
+    }
+    if (x || n_pending < FL_SCRATCH_PENDING_MAX) break;
+    /* Another query may take it meanwhile: look again after the wait. */
+    pthread_mutex_unlock(&s->scratch_lock);
+    set_wait(c, pending);
+    pthread_mutex_lock(&s->scratch_lock);
   }
   if (!x) {
     if (!s->scratch) {
       /* Sets are referenced by pointer while in use: one array, never moved. */
       s->scratch = calloc(FL_MAX_CONCURRENT_QUERIES, sizeof *s->scratch);
       if (!s->scratch) {
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&s->scratch_lock);
         return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
       }
     }
     if (s->n_scratch == FL_MAX_CONCURRENT_QUERIES) {
-      pthread_mutex_unlock(&c->lock);
+      pthread_mutex_unlock(&s->scratch_lock);
       return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "more than %d concurrent queries on one cache",
                      FL_MAX_CONCURRENT_QUERIES);
     }
@@ -245,7 +285,7 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
         cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&admitted, cudaEventDisableTiming) != cudaSuccess) {
       s->n_scratch--;
-      pthread_mutex_unlock(&c->lock);
+      pthread_mutex_unlock(&s->scratch_lock);
       return fl_fail(c, FL_ERR_CUDA, "creating the events of a query scratch set failed");
     }
     x->ready = ready;
@@ -253,15 +293,15 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     x->admit_done = admitted;
   }
   x->in_use = 1;
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&s->scratch_lock);
   size_t had_bytes = x->dev_bytes;
   st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, &x->host, &x->host_bytes, host_bytes);
   /* New device memory holds no empty set, even at the old address. */
   if (x->dev_bytes != had_bytes) x->clean_set = NULL;
   if (st != FL_OK) {
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&s->scratch_lock);
     x->in_use = 0;
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&s->scratch_lock);
     return st;
   }
   *out = x;
@@ -269,7 +309,7 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
 }
 
 void fl_cuda_scratch_release(fl_cache *c, fl_scratch *x) {
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->cuda->scratch_lock);
   x->in_use = 0;
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->cuda->scratch_lock);
 }

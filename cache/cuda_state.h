@@ -51,6 +51,7 @@ typedef struct fl_cuda_state {
   size_t n_free_events, cap_free_events;
   void *m_dev, *m_host;        /* maintenance scratch (under the cache lock) */
   size_t m_dev_bytes, m_host_bytes;
+  pthread_mutex_t scratch_lock; /* guards the sets' in_use and n_scratch (a leaf lock) */
   fl_scratch *scratch;         /* query scratch sets */
   size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
   /* Zero-copy reads (fusion/zero_copy.h): the most qualifying rows a batch
@@ -77,11 +78,14 @@ fl_status fl_cuda_event_get(struct fl_cache *c, void **event);
 /* Maintenance scratch of at least these sizes (under the cache lock). */
 fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);
-/* A free query scratch set with at least these sizes (takes the lock). */
+/* A free query scratch set with at least these sizes. When none is free and
+ * FL_SCRATCH_PENDING_MAX sets are still finishing (their query's stream or
+ * admission round), waits for one instead of making a new set. Takes no
+ * cache lock. */
 fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   fl_scratch **out);
 /* Gives it back; it becomes reusable once its busy_until and admit_done
- * events, recorded after the set's last uses, fire (takes the lock). */
+ * events, recorded after the set's last uses, fire. */
 void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
 
 #ifdef __cplusplus
