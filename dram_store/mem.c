@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t round_pages(size_t bytes) {
-  return (bytes + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
-}
-
 #ifndef FL_MEM_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
 #include <stdio.h>
@@ -37,8 +33,11 @@ void *fl_mem_alloc(fl_mem *m, size_t bytes, int mem_flags) {
   if (bytes == 0) return NULL;
   int flags = MALLOCX_ARENA(m->arena) | MALLOCX_TCACHE_NONE;
   if (mem_flags & FL_MEM_ZERO) flags |= MALLOCX_ZERO;
-  if (mem_flags & FL_MEM_PAGES) bytes = round_pages(bytes), flags |= MALLOCX_ALIGN(FL_MEM_PAGE_BYTES);
+  if (mem_flags & FL_MEM_PAGES) bytes = fl_mem_round_pages(bytes);
+  /* One alignment: MALLOCX_ALIGN encodes its log2, so two of them or'ed
+   * together would ask for another alignment altogether. */
   if (bytes >= FL_MEM_HUGE) flags |= MALLOCX_ALIGN(FL_MEM_HUGE);
+  else if (mem_flags & FL_MEM_PAGES) flags |= MALLOCX_ALIGN(FL_MEM_PAGE_BYTES);
   void *p = mallocx(bytes, flags);
   /* Advice only: kernels without THP (or with it off) just ignore it. */
   if (p && bytes >= FL_MEM_HUGE) (void)madvise(p, bytes & ~(FL_MEM_HUGE - 1), MADV_HUGEPAGE);
@@ -63,7 +62,7 @@ void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags) {
   (void)m;
   if (bytes == 0) return NULL;
   if (flags & FL_MEM_PAGES) {
-    bytes = round_pages(bytes);
+    bytes = fl_mem_round_pages(bytes);
     void *p = aligned_alloc(FL_MEM_PAGE_BYTES, bytes);
     if (p && (flags & FL_MEM_ZERO)) memset(p, 0, bytes);
     return p;

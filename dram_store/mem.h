@@ -22,6 +22,11 @@ void fl_mem_fini(fl_mem *m);
 #define FL_MEM_PAGES 2
 #define FL_MEM_PAGE_BYTES ((size_t)4096)
 
+/* The bytes an FL_MEM_PAGES block of `bytes` takes: whole pages. */
+static inline size_t fl_mem_round_pages(size_t bytes) {
+  return (bytes + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+}
+
 /* `bytes` from the arena (flags: FL_MEM_*); NULL on failure or bytes == 0. */
 void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags);
 void fl_mem_free(fl_mem *m, void *p);

@@ -41,7 +41,7 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
   fl_store *s = calloc(1, sizeof *s);
   /* The seqlock stripes get pages of their own: zero-copy readers register
    * them for device access (fl_store_map_rows). */
-  size_t env_bytes = (sizeof(fl_store_env) + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+  size_t env_bytes = fl_mem_round_pages(sizeof(fl_store_env));
   fl_store_env *env = s ? aligned_alloc(FL_MEM_PAGE_BYTES, env_bytes) : NULL;
   if (env) memset(env, 0, env_bytes);
   if (!env || fl_mem_init(&env->mem) != 0) {

@@ -14,9 +14,8 @@ static int region(const fl_store *s, uint32_t i, void **p, size_t *bytes) {
     const fl_table *tb = &s->tables[t];
     if (!tb->dense || k++ != i) continue;
     /* fl_mem_alloc(FL_MEM_PAGES) gave the block whole pages. */
-    size_t b = (size_t)tb->desc.corpus_size * tb->row_bytes;
     *p = tb->dense;
-    *bytes = (b + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+    *bytes = fl_mem_round_pages((size_t)tb->desc.corpus_size * tb->row_bytes);
     return 1;
   }
   return 0;
