@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/parallel.h"
+#include "dram_store/seq_stripe.h"
 #include "include/fleche.h"
 
 #ifdef __cplusplus

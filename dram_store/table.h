@@ -21,10 +21,13 @@
 
 /* Store-wide state every table uses. */
 typedef struct fl_store_env {
-  fl_mem mem;        /* the store's jemalloc arena */
+  /* First, on whole pages (64 KiB from a page-aligned env): zero-copy
+   * readers register exactly these pages (fl_store_map_rows). */
   fl_seqlocks seq;   /* row seqlock stripes of all tables */
+  fl_mem mem;        /* the store's jemalloc arena */
   fl_grace grace;    /* grace periods for swapped indexes and directories */
 } fl_store_env;
+_Static_assert(sizeof(fl_seqlocks) % FL_MEM_PAGE_BYTES == 0, "the stripes fill whole pages");
 
 typedef struct fl_table {
   fl_table_desc desc;         /* as created; desc.name points at name */

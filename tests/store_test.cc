@@ -996,6 +996,80 @@ TEST(StoreFileTest, FlstSaveWhileWriting) {
 
 // ---------------------------------------------------------------- NumPy
 
+// Zero-copy mapping (store_internal.h): the regions a GPU reads in place,
+// each on whole pages of its own, mapped once per store however many
+// callers ask, unmapped by the last; a failed map undoes what it mapped.
+struct MapLog {
+  std::vector<std::pair<void *, size_t>> mapped, unmapped;
+  int fail_at = -1;  // the map call that fails, counted from 0
+} g_map;
+
+int RecordMap(void *p, size_t bytes) {
+  if ((int)g_map.mapped.size() == g_map.fail_at) return -1;
+  g_map.mapped.emplace_back(p, bytes);
+  return 0;
+}
+
+int RecordUnmap(void *p, size_t bytes) {
+  g_map.unmapped.emplace_back(p, bytes);
+  return 0;
+}
+
+TEST(StoreTest, ZeroCopyRegionsAreMappedOnceOnPagesOfTheirOwn) {
+  std::vector<fl_table_desc> d = {{"a", 50, 8, FL_FP32, FL_IDS_DENSE},
+                                  {"h", 100, 4, FL_FP32, FL_IDS_HASHED},
+                                  {"b", 3000, 3, FL_FP16, FL_IDS_DENSE},
+                                  {"c", 70000, 16, FL_FP32, FL_IDS_DENSE}};
+  Store s = MakeStore(d);
+  ASSERT_NE(s.get(), nullptr);
+  EXPECT_EQ(fl_store_dense_rows(s.get(), 1), nullptr);
+  EXPECT_EQ(fl_store_dense_rows(s.get(), 9), nullptr);
+  g_map = MapLog{};
+  ASSERT_EQ(fl_store_map_rows(s.get(), RecordMap, RecordUnmap), 0);
+  ASSERT_EQ(g_map.mapped.size(), 4u);  // the stripes, then the 3 dense tables
+  EXPECT_EQ(g_map.mapped[0].first, (const void *)fl_store_seq_stripes(s.get()));
+  EXPECT_EQ(g_map.mapped[0].second, FL_SEQ_STRIPES * sizeof(uint32_t));
+  const uint32_t dense[3] = {0, 2, 3};
+  for (int i = 0; i < 3; i++) {
+    const fl_table_desc &t = d[dense[i]];
+    EXPECT_EQ(g_map.mapped[i + 1].first, fl_store_dense_rows(s.get(), dense[i]));
+    EXPECT_GE(g_map.mapped[i + 1].second, t.corpus_size * t.dim * ElemBytes(t));
+  }
+  for (size_t i = 0; i < g_map.mapped.size(); i++) {
+    auto [p, bytes] = g_map.mapped[i];
+    EXPECT_EQ((uintptr_t)p % 4096, 0u) << "region " << i;
+    EXPECT_EQ(bytes % 4096, 0u) << "region " << i;
+    for (size_t j = 0; j < i; j++) {  // no page shared with another region
+      auto [q, qb] = g_map.mapped[j];
+      EXPECT_TRUE((char *)p + bytes <= (char *)q || (char *)q + qb <= (char *)p)
+          << "regions " << j << " and " << i;
+    }
+  }
+  // A second caller only counts; the last one unmaps every region.
+  ASSERT_EQ(fl_store_map_rows(s.get(), RecordMap, RecordUnmap), 0);
+  EXPECT_EQ(g_map.mapped.size(), 4u);
+  fl_store_unmap_rows(s.get());
+  EXPECT_TRUE(g_map.unmapped.empty());
+  fl_store_unmap_rows(s.get());
+  EXPECT_EQ(g_map.unmapped, g_map.mapped);
+  // A map that fails on the third region: the two before are unmapped, and
+  // nothing is counted, so the next call maps from scratch.
+  g_map = MapLog{};
+  g_map.fail_at = 2;
+  EXPECT_EQ(fl_store_map_rows(s.get(), RecordMap, RecordUnmap), -1);
+  ASSERT_EQ(g_map.mapped.size(), 2u);
+  EXPECT_EQ(g_map.unmapped.size(), 2u);
+  fl_store_unmap_rows(s.get());  // nothing mapped: no effect
+  EXPECT_EQ(g_map.unmapped.size(), 2u);
+  g_map = MapLog{};
+  ASSERT_EQ(fl_store_map_rows(s.get(), RecordMap, RecordUnmap), 0);
+  EXPECT_EQ(g_map.mapped.size(), 4u);
+  fl_store_unmap_rows(s.get());
+  EXPECT_EQ(g_map.unmapped.size(), 4u);
+  // The store still answers after all of it.
+  EXPECT_EQ(Gather(s.get(), 0, {49}).size(), 8 * sizeof(float));
+}
+
 TEST(StoreFileTest, NpyRoundTrip) {
   Store a = FilledMixed();
   auto d = MixedDescs();

@@ -5,12 +5,11 @@
  *     and the same flat batches as prepared queries (fl_prepared_run); with
  *     each, the p50 of the call's own time (the host time before the stream
  *     wait);
- *   - the 256-sample batch with 5% of its keys missing (--miss-per-table N
- *     picks another share), through fl_query and
- *     prepared: before each timed run, N (56) positions of each of
- *     the 6 largest tables get ids never queried before (dense tables);
- *     the misses read in place by the GPU (cfg.zero_copy_rows 1024), then
- *     gathered by the host (0, the default: rows "host");
+ *   - the 256-sample batch with 5% of its keys missing, through fl_query and
+ *     prepared: before each timed run, N positions (56; --miss-per-table N)
+ *     of each of the 6 largest tables get ids never queried before (dense
+ *     tables); the misses read in place by the GPU (cfg.zero_copy_rows
+ *     1024), then gathered by the host (0, the default: rows "host");
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu).
@@ -160,12 +159,11 @@ static double query(fl_cache *c, fl_prepared *p, batch *b, cudaStream_t s) {
   return t1 - t0;
 }
 
-/* zero_copy: cfg.zero_copy_rows, or the default when ~0. */
 static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, int profile,
-                            uint64_t zero_copy) {
+                            uint64_t zero_copy_rows) {
   fl_config cfg;
   fl_config_default(&cfg);
-  if (zero_copy != ~0ull) cfg.zero_copy_rows = zero_copy;
+  cfg.zero_copy_rows = zero_copy_rows;
   cfg.backend = FL_BACKEND_CUDA;
   cfg.layout = layout;
   cfg.budget_bytes = budget;
@@ -248,16 +246,16 @@ int main(int argc, char **argv) {
   const fl_layout layouts[3] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT};
   const char *names_l[3] = {"flat", "per-table", "prepared"};
   for (int l = 0; l < 3; l++) {
-    fl_cache *c = make_cache(store, layouts[l], o.budget, 0, ~0ull);
+    fl_cache *c = make_cache(store, layouts[l], o.budget, 0, 0);
     res[n_res++] = measure(c, &big, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
-    c = make_cache(store, layouts[l], o.budget, 0, ~0ull);
+    c = make_cache(store, layouts[l], o.budget, 0, 0);
     res[n_res++] = measure(c, &small, names_l[l], l == 2, NULL, o.reps, s);
     fl_cache_destroy(c);
   }
   /* The 5%-miss small batch, flat, through fl_query and prepared: its 336
-   * distinct misses read in place by the GPU (the default zero_copy_rows),
-   * then gathered by the host (zero_copy_rows 0). */
+   * distinct misses read in place by the GPU (zero_copy_rows 1024), then
+   * gathered by the host (0). */
   cold_ids cold;
   cold_init(&cold, card, o.miss_per_table);
   double miss_pct = 100.0 * MISS_TABLES * o.miss_per_table / (small.samples * N_TABLES);
@@ -277,7 +275,7 @@ int main(int argc, char **argv) {
 
   /* Device time of the two kernels on the small all-hit batch (events
    * around them: cfg.profile). */
-  fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, ~0ull);
+  fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
   fl_cache_stats st;
   for (int i = 0; i < 3; i++) query(c, NULL, &small, s);
   fl_cache_stats_reset(c);
@@ -286,7 +284,7 @@ int main(int argc, char **argv) {
   double small_index_us = st.gpu_ns_index / o.reps / 1e3, small_copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
   fl_cache_destroy(c);
   /* Probe rate: the fused index kernel's device time on the all-hit batch. */
-  c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, ~0ull);
+  c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
   for (int i = 0; i < 3; i++) query(c, NULL, &big, s);
   fl_cache_stats_reset(c);
   for (int r = 0; r < o.reps; r++) query(c, NULL, &big, s);

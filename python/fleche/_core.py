@@ -448,8 +448,9 @@ class Cache(_Owner):
     (fl_config_default): budget_bytes 1 GiB, admit_probability 0.5, key_bits 64,
     max_load 0.5, watermarks 0.95/0.80, unified_entries 0, host_threads 0 (all
     cores), seed 0x5eed, zero_copy_rows 0 (CUDA: batches with at most that many
-    distinct misses of dense tables read them in place from the store). backend "auto" picks CUDA when a GPU is usable (env
-    FL_BACKEND=host|cuda overrides "auto"). missing: "zero" (absent hashed ids
+    distinct misses of dense tables read them in place from the store).
+    backend "auto" picks CUDA when a GPU is usable (env FL_BACKEND=host|cuda
+    overrides "auto"). missing: "zero" (absent hashed ids
     answer zero vectors) or "error" (queries raise NotFound).
     """
 
