@@ -81,7 +81,7 @@ struct fl_cache {
   _Atomic uint64_t queries, admissions, evictions, invalidations;
   _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
   _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait, ns_miss_cpu;
-  _Atomic uint64_t zero_copy_rows;
+  _Atomic uint64_t zero_copy_rows, rounds_shed;
   _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
   _Atomic int gathered_last;  /* CUDA: the last batch gathered rows on the host
                                  (fusion/query_cuda.c) */

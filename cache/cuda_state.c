@@ -214,8 +214,9 @@ fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes
   return st;
 }
 
-static int round_posted(const fl_scratch *y) {
-  return __atomic_load_n(&y->round_posted, __ATOMIC_ACQUIRE);
+void fl_cuda_scratch_unhold(fl_cache *c, fl_scratch *x, int shed) {
+  uint64_t t = __atomic_load_n(&x->round_ticket, __ATOMIC_ACQUIRE);
+  if (t && !(shed && fl_courier_shed(c->courier, t))) fl_courier_wait(c->courier, t);
 }
 
 /* A set no query holds whose last uses have not all ended yet. */
@@ -224,10 +225,10 @@ static int set_pending(fl_cache *c, const fl_scratch *y) {
          (y->admit_done && !fl_cuda_event_done(c, y->admit_done));
 }
 
-/* Waits until y's last uses end: its round launched (the courier), then its
+/* Waits until y's last uses end: its round launched or shed, then its
  * query's and its round's events. */
 static void set_wait(fl_cache *c, fl_scratch *y) {
-  if (round_posted(y)) fl_courier_idle(c->courier);
+  fl_cuda_scratch_unhold(c, y, 1);
   if (y->busy_until) cudaEventSynchronize((cudaEvent_t)y->busy_until);
   if (y->admit_done) cudaEventSynchronize((cudaEvent_t)y->admit_done);
   (void)cudaGetLastError();
@@ -247,21 +248,32 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
   fl_scratch *x = NULL;
   for (;;) {
     fl_scratch *pending = NULL;
-    size_t n_pending = 0;
+    size_t n_pending = 0, n_posted = 0;
+    uint64_t posted[FL_MAX_CONCURRENT_QUERIES];
     for (size_t i = 0; i < s->n_scratch && !x; i++) {
       fl_scratch *y = &s->scratch[i];
       /* Pending: released but still read on the device, or held by its
        * admission round until the courier launches it. */
-      int posted = round_posted(y);
-      if (y->in_use && !posted) continue; /* a running query's */
+      uint64_t t = __atomic_load_n(&y->round_ticket, __ATOMIC_ACQUIRE);
+      if (y->kept || (y->in_use && !t)) continue; /* a plan's, a running query's */
+      if (t) posted[n_posted++] = t;
       if (!y->in_use && !set_pending(c, y)) x = y;
-      else if (n_pending++ == 0 || !posted)
+      else if (n_pending++ == 0 || !t)
         pending = y; /* prefer one whose round is launched already */
     }
     if (x || n_pending < FL_SCRATCH_PENDING_MAX) break;
     /* Another query may take it meanwhile: look again after the wait. */
     pthread_mutex_unlock(&s->scratch_lock);
-    set_wait(c, pending);
+    /* Rather than wait for the courier, shed a round it has not started:
+     * it frees its set at once (the courier is busy: rounds still run at
+     * its pace). Else wait for the preferred set. */
+    int shed = 0;
+    if (pending && !__atomic_load_n(&pending->round_ticket, __ATOMIC_ACQUIRE))
+      set_wait(c, pending);
+    else {
+      for (size_t i = 0; i < n_posted && !shed; i++) shed = fl_courier_shed(c->courier, posted[i]);
+      if (!shed) set_wait(c, pending);
+    }
     pthread_mutex_lock(&s->scratch_lock);
   }
   if (!x) {
@@ -308,8 +320,15 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
   return FL_OK;
 }
 
+void fl_cuda_scratch_keep(fl_cache *c, fl_scratch *x) {
+  pthread_mutex_lock(&c->cuda->scratch_lock);
+  x->kept = 1;
+  pthread_mutex_unlock(&c->cuda->scratch_lock);
+}
+
 void fl_cuda_scratch_release(fl_cache *c, fl_scratch *x) {
   pthread_mutex_lock(&c->cuda->scratch_lock);
   x->in_use = 0;
+  x->kept = 0;
   pthread_mutex_unlock(&c->cuda->scratch_lock);
 }

@@ -30,7 +30,8 @@ typedef struct fl_scratch {
   void *busy_until;   /* cudaEvent_t: the last use on the caller's stream ends */
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
-  int in_use;         /* taken by a running fl_query */
+  int in_use;         /* taken by a running fl_query, or kept */
+  int kept;           /* by a prepared query, for all its runs (under scratch_lock) */
   /* A miss set (fusion/miss_set.h) in dev known to be empty: its address and
    * slots, so that the next query laying out its set at the same place and
    * size skips clearing it; clean_set NULL: none. (The set's offset in dev
@@ -38,9 +39,9 @@ typedef struct fl_scratch {
    * name it.) */
   void *clean_set;
   uint64_t clean_slots;
-  /* An admission round reading the set is with the courier, its admit_done
-   * not recorded yet (atomic). */
-  int round_posted;
+  /* The courier's ticket of the admission round that holds the set (its
+   * admit_done not recorded yet), 0 when none (atomic; common/courier.h). */
+  uint64_t round_ticket;
 } fl_scratch;
 
 typedef struct fl_cuda_state {
@@ -84,9 +85,17 @@ fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t hos
  * cache lock. */
 fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   fl_scratch **out);
-/* Gives it back; it becomes reusable once its busy_until and admit_done
- * events, recorded after the set's last uses, fire. */
+/* Marks a set a prepared query keeps for all its runs: other queries never
+ * wait for it or shed its rounds. */
+void fl_cuda_scratch_keep(struct fl_cache *c, fl_scratch *s);
+/* Gives it back (kept or not); it becomes reusable once its busy_until and
+ * admit_done events, recorded after the set's last uses, fire. */
 void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
+/* Frees the set from the admission round that holds it, if any: with shed,
+ * sheds the round while the courier has not started it (its batch is not
+ * admitted; the set's miss set is left dirty); else waits until the round
+ * is launched. */
+void fl_cuda_scratch_unhold(struct fl_cache *c, fl_scratch *s, int shed);
 
 #ifdef __cplusplus
 }

@@ -238,6 +238,12 @@ static fl_status round_launch(const round_job *j) {
   return FL_OK;
 }
 
+static void round_job_free(round_job *j) {
+  free(j->need);
+  free(j->gen);
+  free(j);
+}
+
 /* The courier's side of a round_job. A failure cannot reach the query, which
  * has returned: the part's round keeps it for the next settle to report
  * (fl_round_failed), and the scratch's miss set counts as dirty. */
@@ -256,13 +262,22 @@ static void round_deliver(void *ctx) {
     fl_round_failed(c, j->part, st, fl_error_get(c));
   }
   pthread_mutex_unlock(&c->lock);
-  __atomic_store_n(&j->x->round_posted, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
   if (j->release_x) fl_cuda_scratch_release(c, j->x);
   atomic_fetch_add(&c->ns_admission, fl_now_ns() - t0);
   atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
-  free(j->need);
-  free(j->gen);
-  free(j);
+  round_job_free(j);
+}
+
+/* A round shed before the courier started it (common/courier.h): the batch
+ * is not admitted, and its miss set, never reset, is dirty. */
+static void round_drop(void *ctx) {
+  round_job *j = ctx;
+  j->x->clean_set = NULL;
+  atomic_fetch_add(&j->c->rounds_shed, 1);
+  __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
+  if (j->release_x) fl_cuda_scratch_release(j->c, j->x);
+  round_job_free(j);
 }
 
 /* A round_job for the batch, taking gen; NULL when out of memory. */
@@ -308,7 +323,7 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
   if (!pl) return;
   if (pl->x) {
     /* Reusable once its last uses end, the round's recorded first. */
-    if (__atomic_load_n(&pl->x->round_posted, __ATOMIC_ACQUIRE)) fl_courier_idle(c->courier);
+    fl_cuda_scratch_unhold(c, pl->x, 0);
     fl_cuda_scratch_release(c, pl->x);
   }
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
@@ -510,8 +525,10 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_scratch *x = NULL;
   uint64_t index_threads = 0, copy_threads = 0;
   if (pl && pl->x) {
-    /* The last run's round must be launched: its admit_done recorded. */
-    if (__atomic_load_n(&pl->x->round_posted, __ATOMIC_ACQUIRE)) fl_courier_idle(c->courier);
+    /* The last run's round must be launched: its admit_done recorded. A
+     * plan run back to back would shed every round the courier has not
+     * woken for yet, and never warm: it waits instead. */
+    fl_cuda_scratch_unhold(c, pl->x, 0);
     if ((st = plan_reuse(c, pl, stream)) != FL_OK) return st;
     dargs = pl->dargs, host_out = pl->host_out, l = pl->l, x = pl->x;
     index_threads = pl->index_threads, copy_threads = pl->copy_threads;
@@ -520,6 +537,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     if (st != FL_OK) return st;
     if (pl) {
       pl->dargs = dargs, pl->host_out = host_out, pl->l = l, pl->x = x;
+      fl_cuda_scratch_keep(c, x);
       pl->index_threads = index_threads, pl->copy_threads = copy_threads;
     }
   }
@@ -684,19 +702,18 @@ done:
     }
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
   }
-  /* The round goes to the courier with the scratch, once nothing here
-   * touches the scratch any more. */
-  if (round && st == FL_OK) {
-    __atomic_store_n(&x->round_posted, 1, __ATOMIC_RELEASE);
-    fl_courier_post(c->courier, round_deliver, round);
-  } else if (round) {
-    free(round->need);
-    free(round->gen);
-    free(round);
-    round = NULL;
-  }
   /* A plan whose run left the set empty captures its graph, once. */
   if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_capture(b, pl, &m);
+  /* The round goes to the courier with the scratch, once nothing here
+   * touches the scratch any more: a newer round of the part may shed it
+   * at once (round_drop). */
+  if (round && st == FL_OK) {
+    fl_courier_post(c->courier, (fl_courier_job){round_deliver, round_drop, round, b->part,
+                                                 &x->round_ticket});
+  } else if (round) {
+    round_job_free(round);
+    round = NULL;
+  }
   if (!pl) {
     if (!round) fl_cuda_scratch_release(c, x);
     free(dargs);

@@ -408,6 +408,9 @@ typedef struct fl_cache_stats {
                                  a thread pool counts the caller's share only */
   uint64_t zero_copy_rows;    /* CUDA: of unique_misses, rows the GPU read from the store in
                                  place (cfg.zero_copy_rows) */
+  uint64_t rounds_shed;       /* CUDA: admission rounds dropped before they started, because
+                                 a newer batch's round for the same part came first: those
+                                 batches' misses were answered but not admitted */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

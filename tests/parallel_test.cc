@@ -2,7 +2,8 @@
 // a started job overlaps the caller's own work, a busy pool runs a second
 // caller's range on that caller, and waking ahead leaves jobs intact. The
 // courier (common/courier.h): jobs run in order, off the poster's thread,
-// one at a time; idle and destroy wait for the job handed over.
+// one at a time; posts never wait, a waiting job is shed by a newer one of
+// its key or by fl_courier_shed; wait, idle and destroy wait for jobs.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -100,19 +101,35 @@ struct Delivery {
   std::atomic<int> *log;      // the next free place in order[]
   int *order;                 // which job ran at each place
   int id;
-  std::thread::id *ran_on;
+  std::thread::id *ran_on;    // where it ran, or was dropped
   std::atomic<bool> *release; // the job waits for it, when non-null
+  bool dropped = false;
+  uint64_t ticket = 0;        // the courier's, cleared when run or dropped
+  std::atomic<bool> *started = nullptr;  // set as the job starts, when non-null
 };
 
 void deliver(void *ctx) {
   auto *d = static_cast<Delivery *>(ctx);
+  if (d->started) d->started->store(true);
   if (d->release)
     while (!d->release->load()) std::this_thread::yield();
   *d->ran_on = std::this_thread::get_id();
   d->order[d->log->fetch_add(1)] = d->id;
+  __atomic_store_n(&d->ticket, 0, __ATOMIC_RELEASE);
 }
 
-TEST(Courier, RunsJobsInOrderOffThePostersThread) {
+void drop(void *ctx) {
+  auto *d = static_cast<Delivery *>(ctx);
+  *d->ran_on = std::this_thread::get_id();
+  d->dropped = true;
+  __atomic_store_n(&d->ticket, 0, __ATOMIC_RELEASE);
+}
+
+void Post(fl_courier *k, Delivery *d, uint64_t key) {
+  fl_courier_post(k, fl_courier_job{deliver, drop, d, key, &d->ticket});
+}
+
+TEST(Courier, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
   fl_courier *k = fl_courier_create();
   ASSERT_NE(k, nullptr);
   constexpr int kJobs = 200;
@@ -122,61 +139,108 @@ TEST(Courier, RunsJobsInOrderOffThePostersThread) {
   std::vector<Delivery> jobs(kJobs);
   for (int i = 0; i < kJobs; i++) {
     jobs[i] = {&log, order.data(), i, &ran_on[i], nullptr};
-    fl_courier_post(k, deliver, &jobs[i]);
+    Post(k, &jobs[i], i);
   }
   fl_courier_idle(k);
   ASSERT_EQ(log.load(), kJobs);
   for (int i = 0; i < kJobs; i++) {
     EXPECT_EQ(order[i], i);
     EXPECT_NE(ran_on[i], std::this_thread::get_id());
+    EXPECT_FALSE(jobs[i].dropped);
+    EXPECT_EQ(jobs[i].ticket, 0u);
   }
   fl_courier_destroy(k);
 }
 
-TEST(Courier, PostAndIdleWaitForTheJobHandedOver) {
+// While the first job runs, posts return at once; a waiting job is shed by
+// the next of its key, which takes its place in the queue.
+TEST(Courier, PostNeverWaitsAndANewerJobShedsTheWaitingOneOfItsKey) {
+  fl_courier *k = fl_courier_create();
+  ASSERT_NE(k, nullptr);
+  std::atomic<int> log{0};
+  int order[5] = {-1, -1, -1, -1, -1};
+  std::thread::id ran_on[5];
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  Delivery running{&log, order, 0, &ran_on[0], &release, false, 0, &started};
+  Delivery older{&log, order, 1, &ran_on[1], nullptr};
+  Delivery other{&log, order, 2, &ran_on[2], nullptr};
+  Delivery newer{&log, order, 3, &ran_on[3], nullptr};
+  Post(k, &running, 7);
+  while (!started.load()) std::this_thread::yield();
+  Post(k, &older, 7);   // waits behind the running job of its key
+  Post(k, &other, 8);
+  uint64_t older_ticket = older.ticket;
+  EXPECT_NE(older_ticket, 0u);
+  Post(k, &newer, 7);   // sheds `older` here, on this thread
+  EXPECT_TRUE(older.dropped);
+  EXPECT_EQ(older.ticket, 0u);
+  EXPECT_EQ(ran_on[1], std::this_thread::get_id());
+  EXPECT_NE(newer.ticket, older_ticket);
+  EXPECT_EQ(log.load(), 0);
+  release = true;
+  fl_courier_idle(k);
+  ASSERT_EQ(log.load(), 3);
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 3);  // in the shed job's place, before `other`
+  EXPECT_EQ(order[2], 2);
+  EXPECT_FALSE(newer.dropped || other.dropped || running.dropped);
+  fl_courier_destroy(k);
+}
+
+TEST(Courier, ShedTakesOnlyAWaitingJobAndWaitWaitsForARunningOne) {
   fl_courier *k = fl_courier_create();
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[2] = {-1, -1};
   std::thread::id ran_on[2];
   std::atomic<bool> release{false};
-  Delivery first{&log, order, 0, &ran_on[0], &release};
-  Delivery second{&log, order, 1, &ran_on[1], nullptr};
-  fl_courier_post(k, deliver, &first);  // returns while the job waits
-  std::atomic<bool> posted{false};
-  std::thread poster([&] {
-    fl_courier_post(k, deliver, &second);  // must wait for the first to end
-    posted = true;
+  std::atomic<bool> started{false};
+  Delivery running{&log, order, 0, &ran_on[0], &release, false, 0, &started};
+  Delivery waiting{&log, order, 1, &ran_on[1], nullptr};
+  Post(k, &running, 1);
+  uint64_t t_running = running.ticket;
+  while (!started.load()) std::this_thread::yield();
+  Post(k, &waiting, 2);
+  uint64_t t_waiting = waiting.ticket;
+  EXPECT_EQ(fl_courier_shed(k, t_running), 0);  // the courier has it
+  EXPECT_EQ(fl_courier_shed(k, t_waiting), 1);
+  EXPECT_TRUE(waiting.dropped);
+  EXPECT_EQ(fl_courier_shed(k, t_waiting), 0);  // gone already
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    fl_courier_wait(k, t_running);
+    waited = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_FALSE(posted.load());
-  EXPECT_EQ(log.load(), 0);
+  EXPECT_FALSE(waited.load());
   release = true;
-  poster.join();
-  fl_courier_idle(k);
-  EXPECT_EQ(log.load(), 2);
-  EXPECT_EQ(order[0], 0);
-  EXPECT_EQ(order[1], 1);
+  waiter.join();
+  EXPECT_EQ(log.load(), 1);
+  fl_courier_wait(k, t_waiting);  // shed: returns at once
   fl_courier_destroy(k);
 }
 
-TEST(Courier, DestroyRunsTheJobHandedOver) {
+TEST(Courier, DestroyRunsEveryWaitingJob) {
   fl_courier *k = fl_courier_create();
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
-  int order[1] = {-1};
-  std::thread::id ran_on;
+  int order[2] = {-1, -1};
+  std::thread::id ran_on[2];
   std::atomic<bool> release{false};
-  Delivery job{&log, order, 7, &ran_on, &release};
-  fl_courier_post(k, deliver, &job);
+  Delivery first{&log, order, 7, &ran_on[0], &release};
+  Delivery second{&log, order, 8, &ran_on[1], nullptr};
+  Post(k, &first, 0);
+  Post(k, &second, 1);
   std::thread releaser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     release = true;
   });
   fl_courier_destroy(k);
   releaser.join();
-  EXPECT_EQ(log.load(), 1);
+  EXPECT_EQ(log.load(), 2);
   EXPECT_EQ(order[0], 7);
+  EXPECT_EQ(order[1], 8);
   fl_courier_destroy(nullptr);
 }
 

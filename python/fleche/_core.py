@@ -153,6 +153,7 @@ class CacheStats:
     gpu_ns_hit_copy: float
     ns_miss_host_cpu: float
     zero_copy_rows: int
+    rounds_shed: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property

@@ -141,6 +141,7 @@ class fl_cache_stats(Structure):
         ("gpu_ns_hit_copy", c_double),
         ("ns_miss_host_cpu", c_double),
         ("zero_copy_rows", c_uint64),
+        ("rounds_shed", c_uint64),
     ]
 
 
