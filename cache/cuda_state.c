@@ -241,7 +241,7 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
 #define FL_SCRATCH_PENDING_MAX 2
 
 fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
-                                  fl_scratch **out) {
+                                  uint32_t part, fl_scratch **out) {
   fl_cuda_state *s = c->cuda;
   fl_status st = FL_OK;
   pthread_mutex_lock(&s->scratch_lock);
@@ -256,7 +256,7 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
        * admission round until the courier launches it. */
       uint64_t t = __atomic_load_n(&y->round_ticket, __ATOMIC_ACQUIRE);
       if (y->kept || (y->in_use && !t)) continue; /* a plan's, a running query's */
-      if (t) posted[n_posted++] = t;
+      if (t && y->round_part == part) posted[n_posted++] = t;
       if (!y->in_use && !set_pending(c, y)) x = y;
       else if (n_pending++ == 0 || !t)
         pending = y; /* prefer one whose round is launched already */
@@ -264,9 +264,10 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     if (x || n_pending < FL_SCRATCH_PENDING_MAX) break;
     /* Another query may take it meanwhile: look again after the wait. */
     pthread_mutex_unlock(&s->scratch_lock);
-    /* Rather than wait for the courier, shed a round it has not started:
-     * it frees its set at once (the courier is busy: rounds still run at
-     * its pace). Else wait for the preferred set. */
+    /* Rather than wait for the courier, shed a round of this part it has
+     * not started: it frees its set at once, and this batch's round would
+     * shed it anyway (the courier is busy: rounds still run at its pace).
+     * Else wait for the preferred set. */
     int shed = 0;
     if (pending && !__atomic_load_n(&pending->round_ticket, __ATOMIC_ACQUIRE))
       set_wait(c, pending);

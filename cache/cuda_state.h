@@ -42,6 +42,7 @@ typedef struct fl_scratch {
   /* The courier's ticket of the admission round that holds the set (its
    * admit_done not recorded yet), 0 when none (atomic; common/courier.h). */
   uint64_t round_ticket;
+  uint32_t round_part; /* the part of that round (written before the ticket) */
 } fl_scratch;
 
 typedef struct fl_cuda_state {
@@ -79,12 +80,15 @@ fl_status fl_cuda_event_get(struct fl_cache *c, void **event);
 /* Maintenance scratch of at least these sizes (under the cache lock). */
 fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);
-/* A free query scratch set with at least these sizes. When none is free and
- * FL_SCRATCH_PENDING_MAX sets are still finishing (their query's stream or
- * admission round), waits for one instead of making a new set. Takes no
- * cache lock. */
+/* A free query scratch set with at least these sizes, for a batch of part
+ * `part` (FL_NO_PART: none). When none is free and FL_SCRATCH_PENDING_MAX
+ * sets are still finishing (their query's stream or admission round), it
+ * sheds a round of the same part the courier has not started (the batch's
+ * own round would shed it anyway), else waits for a set instead of making a
+ * new one. Takes no cache lock. */
+#define FL_NO_PART 0xffffffffu
 fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
-                                  fl_scratch **out);
+                                  uint32_t part, fl_scratch **out);
 /* Marks a set a prepared query keeps for all its runs: other queries never
  * wait for it or shed its rounds. */
 void fl_cuda_scratch_keep(struct fl_cache *c, fl_scratch *s);

@@ -376,7 +376,7 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
   }
   plan_layout(b, host_ids, out_bytes, l);
   fl_scratch *x;
-  fl_status st = fl_cuda_scratch_acquire(c, l->total, l->host_total, &x);
+  fl_status st = fl_cuda_scratch_acquire(c, l->total, l->host_total, b->part, &x);
   if (st != FL_OK) {
     free(dargs);
     free(host_out);
@@ -708,6 +708,7 @@ done:
    * touches the scratch any more: a newer round of the part may shed it
    * at once (round_drop). */
   if (round && st == FL_OK) {
+    x->round_part = b->part;
     fl_courier_post(c->courier, (fl_courier_job){round_deliver, round_drop, round, b->part,
                                                  &x->round_ticket});
   } else if (round) {
@@ -730,7 +731,7 @@ fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
   layout l;
   plan_layout(&b, 0, 0, &l);
   fl_scratch *x;
-  fl_status st = fl_cuda_scratch_acquire(c, l.total, l.host_total, &x);
+  fl_status st = fl_cuda_scratch_acquire(c, l.total, l.host_total, FL_NO_PART, &x);
   if (st == FL_OK) fl_cuda_scratch_release(c, x);
   return st;
 }
