@@ -225,10 +225,10 @@ static int set_pending(fl_cache *c, const fl_scratch *y) {
          (y->admit_done && !fl_cuda_event_done(c, y->admit_done));
 }
 
-/* Waits until y's last uses end: its round launched or shed, then its
- * query's and its round's events. */
+/* Waits until y's last uses end: its round launched, then its query's and
+ * its round's events. */
 static void set_wait(fl_cache *c, fl_scratch *y) {
-  fl_cuda_scratch_unhold(c, y, 1);
+  fl_cuda_scratch_unhold(c, y, 0);
   if (y->busy_until) cudaEventSynchronize((cudaEvent_t)y->busy_until);
   if (y->admit_done) cudaEventSynchronize((cudaEvent_t)y->admit_done);
   (void)cudaGetLastError();
