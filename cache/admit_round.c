@@ -1,6 +1,7 @@
 /* admit_round.c: the host side of CUDA admission rounds (see admit_round.h):
- * the device state's layout, settling a finished round's status into the
- * part's counts, and topping up the reservoirs from the pool. */
+ * the device state's layout, the round's graph, settling a finished round's
+ * status into the part's counts, and taking slots for the reservoirs from
+ * the pool. */
 #include "cache/admit_round.h"
 
 #include <cuda_runtime_api.h>
@@ -15,29 +16,67 @@
 
 static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
 
-/* Byte offsets of dev's arrays in state_d. The first three arrays and count
- * are contiguous: the status the host downloads. count, ret_n and cand are
- * contiguous too: what a round zeroes. */
-typedef struct state_layout {
-  uint64_t top, granted, wanted, count, ret_n, cand, base, res, ret, skip, total;
-} state_layout;
+/* Byte offsets in the input block (io) and in the fixed state. In io, top to
+ * count are contiguous: the status each round downloads. */
+typedef struct io_layout {
+  uint64_t top, granted, wanted, count, fill_n, skip, fill, total;
+} io_layout;
 
-static void layout(uint32_t n_cls, uint32_t n_tables, state_layout *l) {
-  uint64_t o = 0;
+static void io_layout_of(uint32_t n_cls, uint32_t n_tables, uint64_t fill_cap, io_layout *l) {
+  uint64_t o = FL_ROUND_ARGS_BYTES;
   l->top = o, o += 8ull * n_cls;
   l->granted = o, o += 8ull * n_cls;
   l->wanted = o, o += 8ull * n_cls;
   l->count = o, o += 8ull * FL_ROUND_COUNTS;
-  l->ret_n = o, o += 4ull * n_cls;
-  l->cand = o, o += 4ull * n_cls * FL_ADMIT_BUCKETS;
-  l->base = o = align16(o), o += 4ull * n_cls * FL_ADMIT_BUCKETS;
-  l->res = o = align16(o), o += 8ull * n_cls;
-  l->ret = o, o += 8ull * n_cls;
-  l->skip = o, o += n_tables;
+  l->fill_n = o, o += 8ull * n_cls;
+  l->skip = o, o = align16(o + n_tables);
+  l->fill = o, o += 8ull * fill_cap;
   l->total = align16(o);
 }
 
+static uint64_t status_bytes(uint32_t n_cls) { return 8ull * (3ull * n_cls + FL_ROUND_COUNTS); }
+
 static cudaStream_t maint(fl_cache *c) { return (cudaStream_t)c->cuda->maint; }
+
+static void drop_graph(fl_admit_round *r) {
+  if (r->graph) cudaGraphExecDestroy((cudaGraphExec_t)r->graph);
+  r->graph = NULL;
+  r->graph_keys = 0;
+}
+
+/* (Re)makes the input block for fill_cap new slots, keeping what the host
+ * wrote into it; the device views change, so the graph goes. The part's
+ * last round is over (settled). */
+static fl_status io_alloc(fl_cache *c, fl_admit_round *r, uint64_t fill_cap) {
+  uint32_t n = r->dev.n_classes;
+  io_layout l;
+  io_layout_of(n, c->n_tables, fill_cap, &l);
+  void *io_d = NULL;
+  uint8_t *io_h = NULL;
+  cudaError_t e = cudaMalloc(&io_d, l.total);
+  if (e == cudaSuccess) e = cudaMallocHost((void **)&io_h, l.total);
+  if (e != cudaSuccess) {
+    cudaFree(io_d);
+    return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
+                   "allocating an admission round's input block (%llu bytes): %s",
+                   (unsigned long long)l.total, cudaGetErrorString(e));
+  }
+  memset(io_h, 0, l.total);
+  if (r->io_h) memcpy(io_h, r->io_h, r->io_bytes < l.total ? r->io_bytes : l.total);
+  cudaFree(r->io_d);
+  cudaFreeHost(r->io_h);
+  r->io_d = io_d, r->io_h = io_h, r->io_bytes = l.total, r->fill_cap = fill_cap;
+  uint8_t *d = io_d;
+  r->dev.top = (uint64_t *)(d + l.top);
+  r->dev.granted = (uint64_t *)(d + l.granted);
+  r->dev.wanted = (uint64_t *)(d + l.wanted);
+  r->dev.count = (unsigned long long *)(d + l.count);
+  r->dev.fill_n = (const uint64_t *)(d + l.fill_n);
+  r->dev.skip = d + l.skip;
+  r->dev.fill = (const uint64_t *)(d + l.fill);
+  drop_graph(r);
+  return FL_OK;
+}
 
 fl_status fl_round_create(fl_cache *c, uint32_t part) {
   fl_part *p = &c->parts[part];
@@ -45,28 +84,29 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   if (!r) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   p->round = r;
   uint32_t n = p->pool.n_classes;
+  r->dev.n_classes = n;
   r->res = calloc(n ? n : 1, sizeof *r->res);
   r->ret = calloc(n ? n : 1, sizeof *r->ret);
   r->cap = calloc(n ? n : 1, sizeof *r->cap);
-  if (!r->res || !r->ret || !r->cap)
+  r->top = calloc(n ? n : 1, sizeof *r->top);
+  if (!r->res || !r->ret || !r->cap || !r->top)
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  /* Pinned: each round uploads it, and an upload from pageable memory
-   * would wait for the maintenance stream first. */
-  FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->top, (n ? n : 1) * sizeof *r->top));
-  memset(r->top, 0, (n ? n : 1) * sizeof *r->top);
-  state_layout l;
-  layout(n, c->n_tables, &l);
-  FL_CUDA_TRY(NULL, cudaMalloc(&r->state_d, l.total));
-  FL_CUDA_TRY(NULL, cudaMemset(r->state_d, 0, l.total));
-  FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->status_h, l.ret_n));
-  FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->skip_h, c->n_tables ? c->n_tables : 1));
-  uint8_t *d = r->state_d;
-  r->dev = (fl_admit_dev){(uint64_t *)(d + l.top), (uint64_t *)(d + l.granted),
-                          (uint64_t *)(d + l.wanted), (unsigned long long *)(d + l.count),
-                          (uint32_t *)(d + l.ret_n), (uint32_t *)(d + l.cand),
-                          (uint32_t *)(d + l.base), (uint64_t **)(d + l.res),
-                          (uint64_t **)(d + l.ret), d + l.skip, n};
-  return FL_OK;
+  /* The fixed state: ret_n, cand, base, res, ret. */
+  uint64_t o_cand = 4ull * n, o_base = align16(o_cand + 4ull * n * FL_ADMIT_BUCKETS);
+  uint64_t o_res = align16(o_base + 4ull * n * FL_ADMIT_BUCKETS), o_ret = o_res + 8ull * n;
+  uint64_t fixed = align16(o_ret + 8ull * n);
+  FL_CUDA_TRY(NULL, cudaMalloc(&r->fixed_d, fixed ? fixed : 16));
+  FL_CUDA_TRY(NULL, cudaMemset(r->fixed_d, 0, fixed ? fixed : 16));
+  uint8_t *f = r->fixed_d;
+  r->dev.ret_n = (uint32_t *)f;
+  r->dev.cand = (uint32_t *)(f + o_cand);
+  r->dev.base = (uint32_t *)(f + o_base);
+  r->dev.res = (uint64_t **)(f + o_res);
+  r->dev.ret = (uint64_t **)(f + o_ret);
+  FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->status_h, status_bytes(n)));
+  memset(r->status_h, 0, status_bytes(n));
+  fl_status st = io_alloc(c, r, 4096);
+  return st == FL_OK ? FL_OK : fl_fail(NULL, st, "%s", fl_error_get(c));
 }
 
 void fl_round_destroy(fl_cache *c, uint32_t part) {
@@ -77,14 +117,15 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
     cudaFree(r->ret[k]);
   }
   if (r->event) fl_cuda_event_release(c, r->event);
-  cudaFree(r->state_d);
+  drop_graph(r);
+  cudaFree(r->fixed_d);
+  cudaFree(r->io_d);
+  cudaFreeHost(r->io_h);
   cudaFreeHost(r->status_h);
-  cudaFreeHost(r->skip_h);
-  cudaFreeHost(r->refill_h);
   free(r->res);
   free(r->ret);
   free(r->cap);
-  cudaFreeHost(r->top);
+  free(r->top);
   free(r);
   c->parts[part].round = NULL;
 }
@@ -107,6 +148,8 @@ void fl_round_wait(fl_cache *c, uint32_t part) {
   atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
 }
 
+static void apply_status(fl_cache *c, uint32_t part);
+
 fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
@@ -124,6 +167,14 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   if (e != cudaSuccess)
     return fl_fail(c, FL_ERR_CUDA, "admission round of part %u failed: %s", part,
                    cudaGetErrorString(e));
+  apply_status(c, part);
+  return FL_OK;
+}
+
+/* Applies a finished round's status (status_h) to the part's counts. */
+static void apply_status(fl_cache *c, uint32_t part) {
+  fl_part *p = &c->parts[part];
+  fl_admit_round *r = p->round;
   uint32_t n = r->dev.n_classes;
   const uint64_t *count = r->status_h + 3ull * n;
   uint64_t admitted = count[FL_ROUND_ADMITTED], promoted = count[FL_ROUND_PROMOTED];
@@ -136,7 +187,6 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
     r->top[k] = r->status_h[k];
     p->reserved_bytes += r->top[k] * p->pool.classes[k].slot_bytes;
   }
-  return FL_OK;
 }
 
 /* Grows class k's reservoir and return list to hold `want` slots (the
@@ -167,35 +217,39 @@ static fl_status grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t want)
   return FL_OK;
 }
 
-/* Gives each class up to need[k] slots on its reservoir; *starved = 1 when
+/* Gives each class up to need[k] more slots on its reservoir, written into
+ * the input block (fill_n, fill) for the round to stock; *starved = 1 when
  * the pool could not. */
 static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *starved) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
+  uint32_t n = r->dev.n_classes;
+  io_layout l;
+  io_layout_of(n, c->n_tables, r->fill_cap, &l);
+  /* No new slot until taken (unfill returns what fill_n lists). */
+  memset(r->io_h + l.fill_n, 0, 8ull * n);
   uint64_t total = 0;
-  for (uint32_t k = 0; k < r->dev.n_classes; k++)
+  for (uint32_t k = 0; k < n; k++)
     if (need[k] > r->top[k]) total += need[k] - r->top[k];
-  if (total > r->refill_cap) {
-    cudaFreeHost(r->refill_h);
-    r->refill_h = NULL;
-    r->refill_cap = 0;
-    uint64_t cap = total + total / 2;
-    FL_CUDA_TRY(c, cudaMallocHost((void **)&r->refill_h, cap * 8));
-    r->refill_cap = cap;
+  if (total > r->fill_cap) {
+    uint64_t cap = 2 * r->fill_cap;
+    while (cap < total) cap *= 2;
+    fl_status st = io_alloc(c, r, cap);
+    if (st != FL_OK) return st;
+    io_layout_of(n, c->n_tables, r->fill_cap, &l);
   }
+  uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
   uint64_t at = 0;
-  for (uint32_t k = 0; k < r->dev.n_classes; k++) {
+  for (uint32_t k = 0; k < n; k++) {
     if (need[k] <= r->top[k]) continue;
     uint64_t want = need[k] - r->top[k];
     if (r->top[k] + want > r->cap[k]) {
       fl_status st = grow(c, r, k, r->top[k] + want);
       if (st != FL_OK) return st;
     }
-    uint64_t got = fl_pool_alloc_n(&p->pool, k, want, r->refill_h + at);
+    uint64_t got = fl_pool_alloc_n(&p->pool, k, want, fill + at);
     if (got < want) *starved = 1;
-    if (got)
-      FL_CUDA_TRY(c, cudaMemcpyAsync(r->res[k] + r->top[k], r->refill_h + at, got * 8,
-                                     cudaMemcpyHostToDevice, maint(c)));
+    fill_n[k] = got;
     r->top[k] += got;
     p->reserved_bytes += got * p->pool.classes[k].slot_bytes;
     at += got;
@@ -203,11 +257,29 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   return FL_OK;
 }
 
+/* Undoes refill when its round will not run: the new slots go back to the
+ * pool. */
+static void unfill(fl_cache *c, uint32_t part) {
+  fl_part *p = &c->parts[part];
+  fl_admit_round *r = p->round;
+  io_layout l;
+  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < r->dev.n_classes; k++) {
+    for (uint64_t i = 0; i < fill_n[k]; i++) fl_pool_free(&p->pool, fill[at + i]);
+    at += fill_n[k];
+    r->top[k] -= fill_n[k];
+    p->reserved_bytes -= fill_n[k] * p->pool.classes[k].slot_bytes;
+    fill_n[k] = 0;
+  }
+}
+
 fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   /* With no round in flight (the first, or after a failed launch), the last
-   * refill's upload may still read refill_h: let it finish. */
+   * upload may still read the input block: let it finish. */
   if (!r->event) FL_CUDA_TRY(c, cudaStreamSynchronize(maint(c)));
   uint64_t t0 = fl_now_ns();
   fl_status st = fl_round_settle(c, part, 1);
@@ -215,37 +287,92 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   if (st == FL_OK) st = fl_cache_make_room(c, part, 0);
   int starved = 0;
   if (st == FL_OK) st = refill(c, part, need, &starved);
+  else return st;
   /* A class with no slot and no page: evict now, the slabs come back to
    * the pool for later rounds. */
   if (st == FL_OK && starved) st = fl_cache_make_room(c, part, 1);
-  if (st != FL_OK) return st;
+  if (st != FL_OK) {
+    unfill(c, part);
+    return st;
+  }
   uint32_t n = r->dev.n_classes;
-  FL_CUDA_TRY(c, cudaMemcpyAsync(r->dev.top, r->top, 8ull * n, cudaMemcpyHostToDevice, maint(c)));
-  FL_CUDA_TRY(c, cudaMemsetAsync(r->dev.count, 0,
-                                 (uint8_t *)(r->dev.cand + n * FL_ADMIT_BUCKETS) -
-                                     (uint8_t *)r->dev.count,
-                                 maint(c)));
+  io_layout l;
+  io_layout_of(n, c->n_tables, r->fill_cap, &l);
+  memcpy(r->io_h + l.top, r->top, 8ull * n);
+  memset(r->io_h + l.count, 0, 8ull * FL_ROUND_COUNTS);
   return FL_OK;
 }
 
-fl_status fl_round_skip(fl_cache *c, uint32_t part, const uint8_t *skip) {
-  fl_admit_round *r = c->parts[part].round;
-  memcpy(r->skip_h, skip, c->n_tables);
-  FL_CUDA_TRY(c, cudaMemcpyAsync((void *)r->dev.skip, r->skip_h, c->n_tables,
-                                 cudaMemcpyHostToDevice, maint(c)));
+/* Captures the round's graph: the input block's upload, the kernels, the
+ * status download. */
+static fl_status capture(fl_cache *c, fl_admit_round *r, fl_round_kernels kernels, uint64_t keys) {
+  drop_graph(r);
+  cudaStream_t cs = NULL;
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t e = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(r->io_d, r->io_h, r->io_bytes, cudaMemcpyHostToDevice, cs);
+    if (e == cudaSuccess) e = (cudaError_t)kernels(r->io_d, r->dev, keys, cs);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
+                          cudaMemcpyDeviceToHost, cs);
+    cudaError_t end = cudaStreamEndCapture(cs, &g);
+    if (e == cudaSuccess) e = end;
+  }
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (cs) cudaStreamDestroy(cs);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fl_fail(c, FL_ERR_CUDA, "capturing the admission round's graph: %s",
+                   cudaGetErrorString(e));
+  }
+  r->graph = exec;
+  r->graph_keys = keys;
   return FL_OK;
 }
 
-fl_status fl_round_end(fl_cache *c, uint32_t part) {
+fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t args_bytes,
+                          const uint8_t *skip, uint64_t n_keys, fl_round_kernels kernels,
+                          void *after, void *done) {
   fl_admit_round *r = c->parts[part].round;
+  io_layout l;
+  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  memcpy(r->io_h, args, args_bytes);
+  memcpy(r->io_h + l.skip, skip, c->n_tables);
+  fl_status st = FL_OK;
+  if (!r->graph || n_keys > r->graph_keys) {
+    /* Sized for the batch or more: batches of changing sizes rarely
+     * capture again. */
+    uint64_t keys = 4096;
+    while (keys < n_keys) keys *= 2;
+    st = capture(c, r, kernels, keys);
+  }
   void *ev = NULL;
-  fl_status st = fl_cuda_event_get(c, &ev);
-  if (st != FL_OK) return st;
-  uint64_t bytes = 8ull * (3ull * r->dev.n_classes + FL_ROUND_COUNTS);
-  cudaError_t e = cudaMemcpyAsync(r->status_h, r->dev.top, bytes, cudaMemcpyDeviceToHost, maint(c));
-  if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)ev, maint(c));
+  if (st == FL_OK) st = fl_cuda_event_get(c, &ev);
+  if (st != FL_OK) {
+    unfill(c, part);
+    return st;
+  }
+  cudaStream_t ms = maint(c);
+  cudaError_t e = cudaStreamWaitEvent(ms, (cudaEvent_t)after, 0);
+  if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)r->graph, ms);
   if (e != cudaSuccess) {
     fl_cuda_event_release(c, ev);
+    unfill(c, part);
+    return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s", cudaGetErrorString(e));
+  }
+  /* The round is enqueued: from here its status is the device's. */
+  e = cudaEventRecord((cudaEvent_t)ev, ms);
+  if (e == cudaSuccess) e = cudaEventRecord((cudaEvent_t)done, ms);
+  if (e != cudaSuccess) {
+    /* No event to settle on: wait for the round here instead. */
+    cudaError_t sync = cudaStreamSynchronize(ms);
+    fl_cuda_event_release(c, ev);
+    r->event = NULL;
+    if (sync == cudaSuccess) apply_status(c, part);
     return fl_fail(c, FL_ERR_CUDA, "ending an admission round: %s", cudaGetErrorString(e));
   }
   r->event = ev;

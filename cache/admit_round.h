@@ -3,8 +3,17 @@
  * A round admits one batch's unique misses on the maintenance stream
  * (fusion/admit_kernels.cu) while fl_query has already returned. The host
  * does no work per miss: it prepares the round (settles the last one, makes
- * room, tops up the reservoirs, uploads which tables changed in the store
- * since the batch's fetch) and reads its status once it is over.
+ * room, takes slots for the reservoirs from the pool, notes which tables
+ * changed in the store since the batch's fetch) and reads its status once it
+ * is over.
+ *
+ * A round is one CUDA graph per part, captured once (again when its input
+ * block grows): the upload of the round's inputs (its arguments, the
+ * reservoir tops, new slots, skip flags) as one block, the kernels, which
+ * read their arguments from that block, and the status download. Launching
+ * it takes four calls (wait for the batch, the graph, two events) where
+ * separate launches took a dozen, about 10 us each on the courier while
+ * queries run.
  *
  * Reservoirs: one device-resident free list of slab slots per class, filled
  * from the pool (pool.h, the single owner of slab memory) with as many slots
@@ -17,6 +26,7 @@
 #ifndef FL_CACHE_ADMIT_ROUND_H
 #define FL_CACHE_ADMIT_ROUND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "include/fleche.h"
@@ -36,32 +46,46 @@ enum {
   FL_ROUND_COUNTS = 4
 };
 
-/* The device state of a part's rounds, passed by value into the kernels. */
+/* Bytes at the head of the input block for the kernels' arguments
+ * (fl_admit_args, fusion/admit_kernels.h). */
+#define FL_ROUND_ARGS_BYTES 512u
+
+/* The device state of a part's rounds, passed by value into the kernels
+ * (fixed for a captured graph). The first arrays, up to skip, are the input
+ * block each round uploads; top to count is the status it downloads. */
 typedef struct fl_admit_dev {
-  uint64_t *top;             /* per class: slots on the reservoir (persistent) */
+  uint64_t *top;             /* per class: slots on the reservoir, new slots included */
   uint64_t *granted;         /* per class: coin winners given a slot this round */
   uint64_t *wanted;          /* per class: coin winners this round */
-  unsigned long long *count; /* FL_ROUND_COUNTS, zeroed per round */
+  unsigned long long *count; /* FL_ROUND_COUNTS, uploaded as zeros */
+  const uint64_t *fill_n;    /* per class: slots of `fill` this round stocks */
+  const uint64_t *fill;      /* new slots from the pool, class after class */
+  const uint8_t *skip;       /* per table: 1 when the store changed it since the fetch */
   uint32_t *ret_n;           /* per class: slots to put back (insert not published) */
   uint32_t *cand;            /* per class and priority bucket: coin winners */
   uint32_t *base;            /* per class and bucket: rank of the bucket's first winner */
   uint64_t **res;            /* per class: the reservoir, slots at [0, top) */
   uint64_t **ret;            /* per class: slots to put back */
-  const uint8_t *skip;       /* per table: 1 when the store changed it since the fetch */
   uint32_t n_classes;
 } fl_admit_dev;
 
+/* Enqueues a round's kernels on `stream`, reading their arguments from
+ * args_d (device) and sized for batches of up to keys_cap keys. Returns a
+ * cudaError_t. */
+typedef int (*fl_round_kernels)(const void *args_d, fl_admit_dev d, uint64_t keys_cap, void *stream);
+
 typedef struct fl_admit_round {
-  fl_admit_dev dev;   /* views into state_d */
-  void *state_d;      /* device: every array of dev in one allocation */
-  uint64_t *status_h; /* pinned: top, granted, wanted (per class), count */
-  uint8_t *skip_h;    /* pinned: per table, this round's skip flags */
-  uint64_t *refill_h; /* pinned: slots pushed this round */
-  uint64_t refill_cap;
+  fl_admit_dev dev;   /* views into io_d and fixed_d */
+  void *fixed_d;      /* device: ret_n, cand, base, res, ret (ret_n and cand zero between rounds) */
+  void *io_d;         /* device: the input block (args, then dev's arrays up to fill) */
+  uint8_t *io_h;      /* pinned: the input block as the next round uploads it */
+  uint64_t io_bytes, fill_cap; /* the block's size; slots `fill` holds */
+  uint64_t *status_h; /* pinned: top, granted, wanted (per class), count, after the round */
   uint64_t **res, **ret; /* per class: device arrays (host copies of the pointers) */
   uint64_t *cap;      /* per class: capacity of res and ret, in slots */
-  uint64_t *top;      /* per class: slots on the reservoir, exact once settled
-                         (pinned: uploaded by each round) */
+  uint64_t *top;      /* per class: slots on the reservoir, exact once settled */
+  void *graph;        /* cudaGraphExec_t of the round, NULL until captured */
+  uint64_t graph_keys; /* the batch size its kernels are sized for */
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
   fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
   char failed_msg[256];
@@ -81,15 +105,19 @@ fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
  * briefly. */
 void fl_round_wait(struct fl_cache *c, uint32_t part);
 /* Readies a round: settles the last, makes room and gives each class at
- * least need[cls] reservoir slots where the pool has them. The caller then
- * calls fl_round_skip, launches the round's kernels on the maintenance
- * stream and calls fl_round_end. */
+ * least need[cls] reservoir slots where the pool has them (written into the
+ * input block). The caller then calls fl_round_launch. */
 fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *need);
-/* Uploads which tables the round leaves out (n_tables flags: changed in the
- * store since the batch's fetch). */
-fl_status fl_round_skip(struct fl_cache *c, uint32_t part, const uint8_t *skip);
-/* Enqueues the status download and the round's end event. */
-fl_status fl_round_end(struct fl_cache *c, uint32_t part);
+/* Launches the prepared round on the maintenance stream, after the event
+ * `after`: its arguments (args_bytes of them, at most FL_ROUND_ARGS_BYTES)
+ * and the tables it leaves out (n_tables skip flags: changed in the store
+ * since the batch's fetch) go into the input block; kernels enqueues the
+ * kernels when the graph is captured, for batches of n_keys keys or more.
+ * Records `done` (cudaEvent_t) after the round. On failure the round's new
+ * slots go back to the pool. */
+fl_status fl_round_launch(struct fl_cache *c, uint32_t part, const void *args, size_t args_bytes,
+                          const uint8_t *skip, uint64_t n_keys, fl_round_kernels kernels,
+                          void *after, void *done);
 /* Keeps the failure of a round launched after its query returned, for the
  * next settle to report. */
 void fl_round_failed(struct fl_cache *c, uint32_t part, fl_status st, const char *msg);

@@ -1,11 +1,15 @@
-// admit_kernels.cu: a CUDA admission round, four kernels on the maintenance
-// stream. choose: one thread per uid decides (the coin, the pointer rule) and
-// ranks coin winners per class and priority bucket. grant: per class, the
-// buckets' first ranks (most frequent first) and how many winners the
-// reservoir serves. publish: one warp per uid copies the row from the staging
-// into its slot, then publishes it in the index. restock: slots whose insert
-// did not publish go back on the reservoir. All index writes of a cache run
-// on this one stream, so no two writers race on a key (index.h).
+// admit_kernels.cu: a CUDA admission round, five kernels captured into the
+// part's round graph on the maintenance stream (cache/admit_round.h); their
+// arguments are in device memory, uploaded by the graph. choose: one thread
+// per uid decides (the coin, the pointer rule) and ranks coin winners per
+// class and priority bucket. grant: stocks the reservoirs with the round's
+// new slots, then per class the buckets' first ranks (most frequent first)
+// and how many winners the reservoir serves. publish: one warp per uid
+// copies the row from the staging into its slot, then publishes it in the
+// index. restock: slots whose insert did not publish go back on the
+// reservoir; the per-round tallies are zeroed for the next round. reset:
+// the batch's miss set is emptied for its next use. All index writes of a
+// cache run on this one stream, so no two writers race on a key (index.h).
 #include "fusion/admit_kernels.h"
 
 #include <cuda_runtime.h>
@@ -38,7 +42,8 @@ __device__ bool unique_row(const fl_admit_batch &b, uint64_t uid, uint32_t *arg,
   return true;
 }
 
-__global__ void choose(fl_admit_batch b, fl_admit_dev d) {
+__global__ void choose(const fl_admit_args *args, fl_admit_dev d) {
+  const fl_admit_batch &b = args->b;
   for (uint64_t uid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; uid < b.n_keys;
        uid += (uint64_t)gridDim.x * blockDim.x) {
     uint32_t arg, choice = kNone;
@@ -64,7 +69,16 @@ __global__ void choose(fl_admit_batch b, fl_admit_dev d) {
   }
 }
 
+// One block: the new slots go on top of each class's reservoir (top counts
+// them already), then the grants.
 __global__ void grant(fl_admit_dev d) {
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < d.n_classes; k++) {
+    uint64_t n = d.fill_n[k], first = d.top[k] - n;
+    for (uint64_t i = threadIdx.x; i < n; i += blockDim.x) d.res[k][first + i] = d.fill[at + i];
+    at += n;
+  }
+  __syncthreads();
   for (uint32_t k = threadIdx.x; k < d.n_classes; k += blockDim.x) {
     uint64_t running = 0;
     for (uint32_t bucket = FL_ADMIT_BUCKETS; bucket-- > 0;) {
@@ -76,7 +90,8 @@ __global__ void grant(fl_admit_dev d) {
   }
 }
 
-__global__ void publish(fl_admit_batch b, fl_admit_dev d) {
+__global__ void publish(const fl_admit_args *args, fl_admit_dev d) {
+  const fl_admit_batch &b = args->b;
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
   for (uint64_t uid = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; uid < b.n_keys;
@@ -123,24 +138,44 @@ __global__ void publish(fl_admit_batch b, fl_admit_dev d) {
 }
 
 // One block per class: the granted slots leave the reservoir's top, the
-// returned ones go back on it.
+// returned ones go back on it; the class's tallies start the next round at
+// zero.
 __global__ void restock(fl_admit_dev d) {
   uint32_t k = blockIdx.x;
   uint64_t keep = d.top[k] - d.granted[k];
   uint32_t back = d.ret_n[k];
   for (uint32_t i = threadIdx.x; i < back; i += blockDim.x) d.res[k][keep + i] = d.ret[k][i];
+  for (uint32_t i = threadIdx.x; i < FL_ADMIT_BUCKETS; i += blockDim.x)
+    d.cand[k * FL_ADMIT_BUCKETS + i] = 0;
   __syncthreads();
-  if (threadIdx.x == 0) d.top[k] = keep + back;
+  if (threadIdx.x == 0) {
+    d.top[k] = keep + back;
+    d.ret_n[k] = 0;
+  }
+}
+
+// Empties the set slots the batch used (those of its missed positions), so
+// the next batch of the same shape on this scratch needs no memset.
+__global__ void reset(const fl_admit_args *args) {
+  const fl_miss_out &m = args->b.m;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < args->n_miss;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    fl_miss_set_clear(&m.set, m.slot[i]);
 }
 
 }  // namespace
 
-extern "C" int fl_launch_admit_round(fl_admit_batch b, fl_admit_dev d, void *stream) {
+static_assert(sizeof(fl_admit_args) <= FL_ROUND_ARGS_BYTES, "round arguments outgrow their block");
+
+extern "C" int fl_launch_admit_round(const void *args_d, fl_admit_dev d, uint64_t keys_cap,
+                                     void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
-  if (b.n_keys == 0 || d.n_classes == 0) return 0;
-  choose<<<grid_for(b.n_keys), kThreads, 0, s>>>(b, d);
-  grant<<<1, 32, 0, s>>>(d);
-  publish<<<grid_for(b.n_keys * 32), kThreads, 0, s>>>(b, d);
+  const fl_admit_args *a = (const fl_admit_args *)args_d;
+  if (d.n_classes == 0) return 0;
+  choose<<<grid_for(keys_cap), kThreads, 0, s>>>(a, d);
+  grant<<<1, kThreads, 0, s>>>(d);
+  publish<<<grid_for(keys_cap * 32), kThreads, 0, s>>>(a, d);
   restock<<<d.n_classes, kThreads, 0, s>>>(d);
+  reset<<<grid_for(keys_cap), kThreads, 0, s>>>(a);
   return (int)cudaGetLastError();
 }

@@ -30,11 +30,20 @@ typedef struct fl_admit_batch {
   uint64_t pointer_room;       /* unified-index pointers the part may still take */
 } fl_admit_batch;
 
-/* Enqueues the round on `stream` (the maintenance stream): choose (coin,
- * priority bucket by in-batch count, pointer candidates), grant (reservoir
- * slots per class, most frequent rows first), publish (row copy into the
- * slot, index insert; slots not published go back), restock. */
-int fl_launch_admit_round(fl_admit_batch b, fl_admit_dev d, void *stream);
+/* What a round's kernels read from the head of its input block. */
+typedef struct fl_admit_args {
+  fl_admit_batch b;
+  uint64_t n_miss; /* missed positions: their set slots are emptied after the round */
+} fl_admit_args;
+
+/* An fl_round_kernels (cache/admit_round.h): enqueues a round's kernels on
+ * `stream` (captured into the part's round graph), arguments in args_d (an
+ * fl_admit_args): choose (coin, priority bucket by in-batch count, pointer
+ * candidates), grant (stocks the new slots; reservoir slots per class, most
+ * frequent rows first), publish (row copy into the slot, index insert;
+ * slots not published go back), restock, and the emptying of the batch's
+ * miss set. Grids are sized for keys_cap keys, the loops stride. */
+int fl_launch_admit_round(const void *args_d, fl_admit_dev d, uint64_t keys_cap, void *stream);
 
 #ifdef __cplusplus
 }

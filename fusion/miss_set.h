@@ -64,6 +64,12 @@ FL_HD uint64_t fl_miss_set_insert(const fl_miss_set *s, uint64_t base, uint32_t 
   }
 }
 
+/* Empties one slot for the set's next use. */
+FL_HD void fl_miss_set_clear(const fl_miss_set *s, uint64_t slot) {
+  s->ids[slot] = FL_MISS_SET_EMPTY;
+  s->count[slot] = 0;
+}
+
 /* The id held by slot `slot` of the region at `base` (arg of n keys). */
 FL_HD uint64_t fl_miss_set_id(const fl_miss_set *s, uint64_t base, uint32_t n, uint64_t slot) {
   return slot == base + 2ull * n ? FL_MISS_SET_EMPTY : s->ids[slot];

@@ -172,7 +172,7 @@ static fl_status scatter_misses(fl_part_batch *b, const layout *l, fl_scratch *x
 
 /* A batch's admission round, prepared and launched by the cache's courier
  * once fl_query has returned: settling the last round, eviction, the
- * reservoirs' top-up and ~25 us of launches are off the answer's path, and
+ * reservoirs' top-up and the round graph's launch are off the answer's path, and
  * rounds run one at a time in the courier's order. The job owns the batch's
  * scratch until the round's last use of it is recorded (admit_done). */
 typedef struct round_job {
@@ -188,26 +188,27 @@ typedef struct round_job {
   int release_x;   /* a one-off query's scratch: the job gives it back */
 } round_job;
 
-/* Readies the round (fl_round_prepare) and enqueues it on the maintenance
- * stream after x->ready, and the reset of the batch's miss set after it.
- * Tables the store changed since the fetch are skipped (their rows may be
- * stale): under c->lock, so that no change slips between the check and the
- * launch. */
+/* Readies the round (fl_round_prepare) and launches its graph on the
+ * maintenance stream after x->ready; the round empties the batch's miss set
+ * last. Tables the store changed since the fetch are skipped (their rows
+ * may be stale): under c->lock, so that no change slips between the check
+ * and the launch. */
 static fl_status round_launch(const round_job *j) {
   fl_cache *c = j->c;
   fl_part *p = &c->parts[j->part];
   const layout *l = &j->l;
   uint8_t *D = j->x->dev;
-  fl_status st = fl_round_prepare(c, j->part, j->need);
-  if (st != FL_OK) return st;
   uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
   if (!skip) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  fl_status st = fl_round_prepare(c, j->part, j->need);
+  if (st != FL_OK) {
+    free(skip);
+    return st;
+  }
   fl_misses_skip(c, j->gen, skip);
-  st = fl_round_skip(c, j->part, skip);
-  free(skip);
-  if (st != FL_OK) return st;
   uint64_t limit = fl_cache_unified_limit(c, j->part);
-  fl_admit_batch ab = {
+  fl_admit_args a = {.n_miss = j->n_miss};
+  a.b = (fl_admit_batch){
       .v = p->index,
       .codes = (const fl_code *)(D + l->codes),
       .table_cls = (const uint32_t *)(D + l->table_cls),
@@ -224,18 +225,12 @@ static fl_status round_launch(const round_job *j) {
       .now = j->now,
       .pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0,
   };
-  cudaStream_t ms = (cudaStream_t)c->cuda->maint;
-  int e = (int)cudaStreamWaitEvent(ms, (cudaEvent_t)j->x->ready, 0);
-  if (!e) e = fl_launch_admit_round(ab, p->round->dev, ms);
-  if (!e) e = fl_launch_miss_reset(j->m, j->n_miss, ms); /* after the round read the set */
-  if (e) return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s",
-                        cudaGetErrorString((cudaError_t)e));
-  if ((st = fl_round_end(c, j->part)) != FL_OK) return st;
-  /* The round reads the scratch: it is busy until the round is over. */
-  if ((e = (int)cudaEventRecord((cudaEvent_t)j->x->admit_done, ms)))
-    return fl_fail(c, FL_ERR_CUDA, "recording the admission's end: %s",
-                   cudaGetErrorString((cudaError_t)e));
-  return FL_OK;
+  /* The round reads the scratch, and empties its miss set: the scratch is
+   * busy until admit_done. */
+  st = fl_round_launch(c, j->part, &a, sizeof a, skip, j->n_keys, fl_launch_admit_round,
+                       j->x->ready, j->x->admit_done);
+  free(skip);
+  return st;
 }
 
 static void round_job_free(round_job *j) {

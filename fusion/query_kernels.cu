@@ -244,16 +244,6 @@ __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out
   }
 }
 
-// Empties the set slots a batch used (those of its missed positions), so the
-// next batch of the same shape needs no memset of the whole set.
-__global__ void miss_reset(fl_miss_set set, const uint32_t *slot, uint64_t n) {
-  for (uint64_t m = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; m < n;
-       m += (uint64_t)gridDim.x * blockDim.x) {
-    set.ids[slot[m]] = FL_MISS_SET_EMPTY;
-    set.count[slot[m]] = 0;
-  }
-}
-
 unsigned grid_for(uint64_t threads) {
   uint64_t g = (threads + kThreads - 1) / kThreads;
   if (g > 132ull * 64) g = 132ull * 64;  // grid-stride beyond ~64 blocks per SM
@@ -310,8 +300,3 @@ extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl
   return (int)cudaGetLastError();
 }
 
-extern "C" int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream) {
-  if (n == 0) return 0;
-  miss_reset<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(m.set, m.slot, n);
-  return (int)cudaGetLastError();
-}

@@ -42,7 +42,8 @@ typedef struct fl_publish {
  * cached vector), and deduplicates misses and unified-index hits into unique
  * rows (miss_set.h). The counters must hold their start values (counters[0]
  * and per_arg 0, counters[1] ~0). The launcher clears the set when clear_set
- * (else it must be empty already: see fl_launch_miss_reset). scan: n_args + 1
+ * (else it must be empty already: an admission round empties what its batch
+ * used, admit_kernels.h). scan: n_args + 1
  * thread offsets (1 thread per key). now: the batch counter, read from device
  * memory (a launch graph replays the launch with each run's value there).
  * The counters end up in pub (see fl_publish). */
@@ -58,9 +59,6 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
 int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
                         const fl_zc_table *zc, const uint32_t *seq, uint64_t *stage_base,
                         uint8_t *staging, void *stream);
-/* Empties the set slots of m's n missed positions once nothing reads them:
- * the set is then empty again for the next batch of the same shape. */
-int fl_launch_miss_reset(fl_miss_out m, uint64_t n, void *stream);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, void *stream);
