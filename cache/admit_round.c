@@ -46,8 +46,8 @@ static void drop_graph(fl_admit_round *r) {
 
 /* (Re)makes the input block for fill_cap new slots, keeping what the host
  * wrote into it; the device views change, so the graph goes. The part's
- * last round is over (settled). */
-static fl_status io_alloc(fl_cache *c, fl_admit_round *r, uint64_t fill_cap) {
+ * last round is over (settled). Failures are reported on handle err. */
+static fl_status io_alloc(fl_cache *c, const void *err, fl_admit_round *r, uint64_t fill_cap) {
   uint32_t n = r->dev.n_classes;
   io_layout l;
   io_layout_of(n, c->n_tables, fill_cap, &l);
@@ -57,7 +57,7 @@ static fl_status io_alloc(fl_cache *c, fl_admit_round *r, uint64_t fill_cap) {
   if (e == cudaSuccess) e = cudaMallocHost((void **)&io_h, l.total);
   if (e != cudaSuccess) {
     cudaFree(io_d);
-    return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
+    return fl_fail(err, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
                    "allocating an admission round's input block (%llu bytes): %s",
                    (unsigned long long)l.total, cudaGetErrorString(e));
   }
@@ -105,8 +105,7 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   r->dev.ret = (uint64_t **)(f + o_ret);
   FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->status_h, status_bytes(n)));
   memset(r->status_h, 0, status_bytes(n));
-  fl_status st = io_alloc(c, r, 4096);
-  return st == FL_OK ? FL_OK : fl_fail(NULL, st, "%s", fl_error_get(c));
+  return io_alloc(c, NULL, r, 4096);
 }
 
 void fl_round_destroy(fl_cache *c, uint32_t part) {
@@ -234,7 +233,7 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   if (total > r->fill_cap) {
     uint64_t cap = 2 * r->fill_cap;
     while (cap < total) cap *= 2;
-    fl_status st = io_alloc(c, r, cap);
+    fl_status st = io_alloc(c, c, r, cap);
     if (st != FL_OK) return st;
     io_layout_of(n, c->n_tables, r->fill_cap, &l);
   }

@@ -271,6 +271,9 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
     free(c);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
+  /* Steps that report on c (maintenance, rounds) fail under the caller's
+   * NULL handle: see the end. */
+  fl_error_clear(c);
   c->cfg = *cfg;
   c->backend = backend;
   c->store = store;
@@ -316,6 +319,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
     if (c->subscription < 0) st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   if (st != FL_OK) {
+    if (*fl_error_get(c)) fl_error_forward(c, NULL);
     fl_cache_destroy(c);
     return st;
   }

@@ -42,6 +42,11 @@ const char *fl_error_get(const void *handle) {
   return s ? s->msg : "";
 }
 
+void fl_error_clear(const void *handle) {
+  fl_error_slot *s = slot_for(handle, 0);
+  if (s) s->used = 0;
+}
+
 void fl_error_forward(const void *from, const void *to) {
   fl_error_slot *s = slot_for(from, 0);
   if (!s) return;

@@ -20,6 +20,9 @@ const char *fl_error_get(const void *handle);
 /* Moves the calling thread's message for `from` to `to` (a create call that
  * failed inside a sub-object reports under the caller's handle). */
 void fl_error_forward(const void *from, const void *to);
+/* Forgets the calling thread's message for `handle` (a new object at the
+ * address of a destroyed one). */
+void fl_error_clear(const void *handle);
 
 #ifdef __cplusplus
 }

@@ -310,6 +310,12 @@ struct fl_cuda_plan {
   void *exec;             /* cudaGraphExec_t, NULL until captured */
   void *capture;          /* cudaStream_t the graph is captured on */
   int no_graph;           /* the capture failed: direct launches */
+  /* What the next run must order after, besides its stream's own order:
+   * the last run's stream (NULL when it must wait for busy_until whatever
+   * the stream: before the first run, after a failed one), and whether the
+   * last run handed a round over (admit_done). */
+  void *last_stream;
+  int last_ordered, last_posted;
 };
 
 fl_cuda_plan *fl_cuda_plan_create(void) { return calloc(1, sizeof(fl_cuda_plan)); }
@@ -492,14 +498,19 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
 }
 
 /* A kept scratch is reused once its last query's and round's uses end: the
- * new run's work waits for them on the device. The host needs no wait: what
- * it writes before the counters come down (the header's counters, batch
- * counter and host ids) no earlier use reads any more, since the last run
- * waited for its own counters; the rest it writes after this run's counters
- * are down, so after the waits. */
+ * new run's work waits for them on the device. On the last run's stream its
+ * query's uses are in order already, and a last run with no round leaves
+ * none (its own start waited for any earlier round), so a run that follows
+ * an all-hit run on one stream waits for nothing. The host needs no wait:
+ * what it writes before the counters come down (the header's counters,
+ * batch counter and host ids) no earlier use reads any more, since the last
+ * run waited for its own counters; the rest it writes after this run's
+ * counters are down, so after the waits. */
 static fl_status plan_reuse(fl_cache *c, fl_cuda_plan *pl, cudaStream_t stream) {
-  void *ev[2] = {pl->x->busy_until, pl->x->admit_done};
+  int same_stream = pl->last_ordered && pl->last_stream == (void *)stream;
+  void *ev[2] = {same_stream ? NULL : pl->x->busy_until, pl->last_posted ? pl->x->admit_done : NULL};
   for (int i = 0; i < 2; i++) {
+    if (!ev[i]) continue;
     cudaError_t e = cudaStreamWaitEvent(stream, (cudaEvent_t)ev[i], 0);
     if (e != cudaSuccess)
       return fl_fail(c, FL_ERR_CUDA, "ordering after the prepared query's last run: %s",
@@ -696,6 +707,11 @@ done:
       fl_reclaim_end(&c->reclaim, ticket, NULL);
     }
     cudaEventRecord((cudaEvent_t)x->busy_until, stream);
+  }
+  if (pl) {
+    pl->last_stream = (void *)stream;
+    pl->last_ordered = st == FL_OK;
+    pl->last_posted = round && st == FL_OK;
   }
   /* A plan whose run left the set empty captures its graph, once. */
   if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_capture(b, pl, &m);
