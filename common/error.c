@@ -8,7 +8,8 @@
 enum { FL_ERROR_SLOTS = 8, FL_ERROR_LEN = 512 };
 
 /* A small ring per thread: a thread working with a few handles keeps one
- * message for each; the oldest is dropped past FL_ERROR_SLOTS handles. */
+ * message for each; past FL_ERROR_SLOTS handles a new one takes a free slot
+ * (fl_error_clear), else the oldest. */
 typedef struct fl_error_slot {
   const void *handle;
   int used;
@@ -22,18 +23,24 @@ static fl_error_slot *slot_for(const void *handle, int create) {
   for (unsigned i = 0; i < FL_ERROR_SLOTS; i++)
     if (slots[i].used && slots[i].handle == handle) return &slots[i];
   if (!create) return NULL;
-  fl_error_slot *s = &slots[next_slot++ % FL_ERROR_SLOTS];
+  fl_error_slot *s = NULL;
+  for (unsigned i = 0; i < FL_ERROR_SLOTS && !s; i++)
+    if (!slots[i].used) s = &slots[i];
+  if (!s) s = &slots[next_slot++ % FL_ERROR_SLOTS];
   s->used = 1;
   s->handle = handle;
   return s;
 }
 
 fl_status fl_fail(const void *handle, fl_status status, const char *fmt, ...) {
-  fl_error_slot *s = slot_for(handle, 1);
+  /* Formatted first: the arguments may be another handle's message, in the
+   * very slot the new one would take over. */
+  char msg[FL_ERROR_LEN];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(slot_for(handle, 1)->msg, msg, sizeof msg);
   return status;
 }
 
@@ -50,6 +57,7 @@ void fl_error_clear(const void *handle) {
 void fl_error_forward(const void *from, const void *to) {
   fl_error_slot *s = slot_for(from, 0);
   if (!s) return;
-  fl_error_slot *d = slot_for(to, 1);
-  if (d != s) memcpy(d->msg, s->msg, sizeof d->msg);
+  char msg[FL_ERROR_LEN];
+  memcpy(msg, s->msg, sizeof msg);
+  memcpy(slot_for(to, 1)->msg, msg, sizeof msg);
 }
