@@ -117,7 +117,6 @@ void fl_cuda_state_destroy(fl_cache *c) {
     fl_scratch *x = &s->scratch[i];
     cudaFree(x->dev);
     cudaFreeHost(x->host);
-    if (x->ready) cudaEventDestroy((cudaEvent_t)x->ready);
     if (x->busy_until) cudaEventDestroy((cudaEvent_t)x->busy_until);
     if (x->admit_done) cudaEventDestroy((cudaEvent_t)x->admit_done);
   }
@@ -293,15 +292,14 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
     }
     x = &s->scratch[s->n_scratch++];
     /* Events never recorded count as fired: the set starts free. */
-    cudaEvent_t ready, busy, admitted;
-    if (cudaEventCreateWithFlags(&ready, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess ||
+    cudaEvent_t busy = NULL, admitted = NULL;
+    if (cudaEventCreateWithFlags(&busy, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&admitted, cudaEventDisableTiming) != cudaSuccess) {
+      if (busy) cudaEventDestroy(busy);
       s->n_scratch--;
       pthread_mutex_unlock(&s->scratch_lock);
       return fl_fail(c, FL_ERR_CUDA, "creating the events of a query scratch set failed");
     }
-    x->ready = ready;
     x->busy_until = busy;
     x->admit_done = admitted;
   }

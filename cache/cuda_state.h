@@ -25,9 +25,8 @@ typedef struct fl_scratch {
   size_t dev_bytes;
   void *host;         /* pinned host buffer */
   size_t host_bytes;
-  void *ready;        /* cudaEvent_t: the answer's last step is enqueued (caller's stream):
-                         the admission round starts after it */
-  void *busy_until;   /* cudaEvent_t: the last use on the caller's stream ends */
+  void *busy_until;   /* cudaEvent_t: the last use on the caller's stream ends (the
+                         query's admission round starts after it) */
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
   int in_use;         /* taken by a running fl_query, or kept */

@@ -153,16 +153,13 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
 
 /* Scatters the fetched rows (uploaded by the fetch into the upload block at
  * D + l->upload) to every missed position on the caller's stream: the answer
- * is complete when the stream gets there. x->ready marks the point the
- * admission round starts after. */
+ * is complete when the stream gets there. */
 static fl_status scatter_misses(fl_part_batch *b, const layout *l, fl_scratch *x,
                                 const fl_miss_out *m, uint64_t n_miss) {
   cudaStream_t stream = (cudaStream_t)b->stream;
   uint8_t *D = x->dev;
   uint64_t head = align256(b->n_args * 8ull);
-  int e = (int)cudaEventRecord((cudaEvent_t)x->ready, stream);
-  if (!e)
-    e = fl_launch_scatter((const fl_batch_arg *)(D + l->args), (const uint64_t *)(D + l->offsets),
+  int e = fl_launch_scatter((const fl_batch_arg *)(D + l->args), (const uint64_t *)(D + l->offsets),
                           b->n_args, *m, (const uint64_t *)(D + l->upload), D + l->upload + head,
                           n_miss, stream);
   if (e) return fl_fail(b->c, FL_ERR_CUDA, "miss scatter failed: %s",
@@ -189,10 +186,11 @@ typedef struct round_job {
 } round_job;
 
 /* Readies the round (fl_round_prepare) and launches its graph on the
- * maintenance stream after x->ready; the round empties the batch's miss set
- * last. Tables the store changed since the fetch are skipped (their rows
- * may be stale): under c->lock, so that no change slips between the check
- * and the launch. */
+ * maintenance stream after the query's work on its stream (x->busy_until,
+ * recorded before the round is handed over); the round empties the batch's
+ * miss set last. Tables the store changed since the fetch are skipped
+ * (their rows may be stale): under c->lock, so that no change slips between
+ * the check and the launch. */
 static fl_status round_launch(const round_job *j) {
   fl_cache *c = j->c;
   fl_part *p = &c->parts[j->part];
@@ -228,7 +226,7 @@ static fl_status round_launch(const round_job *j) {
   /* The round reads the scratch, and empties its miss set: the scratch is
    * busy until admit_done. */
   st = fl_round_launch(c, j->part, &a, sizeof a, skip, j->n_keys, fl_launch_admit_round,
-                       j->x->ready, j->x->admit_done);
+                       j->x->busy_until, j->x->admit_done);
   free(skip);
   return st;
 }
@@ -310,6 +308,8 @@ struct fl_cuda_plan {
   void *exec;             /* cudaGraphExec_t, NULL until captured */
   void *capture;          /* cudaStream_t the graph is captured on */
   int no_graph;           /* the capture failed: direct launches */
+  int zc_graph;           /* the graph reads the misses of a qualifying batch in place and,
+                             when that is all of them, scatters them (zero_copy.h) */
   /* What the next run must order after, besides its stream's own order:
    * the last run's stream (NULL when it must wait for busy_until whatever
    * the stream: before the first run, after a failed one), and whether the
@@ -421,10 +421,12 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
 
 /* The index phase's launches on `stream`: header upload, index kernel
  * (which publishes the counters to l->h_counters), then the hit copy. prof
- * (optional): timing events around the kernels. */
+ * (optional): timing events around the kernels. zc_limit > 0 (a prepared
+ * query's graph): then the zero-copy reads and the scatter of a batch read
+ * wholly in place, each deciding on the device whether the batch is one. */
 static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
                               uint64_t index_threads, uint64_t copy_threads, int clear_set,
-                              cudaStream_t stream, cudaEvent_t *prof) {
+                              uint64_t zc_limit, cudaStream_t stream, cudaEvent_t *prof) {
   uint8_t *D = x->dev, *H = x->host;
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
   uint64_t *locs = (uint64_t *)(D + l->locs);
@@ -442,6 +444,15 @@ static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, 
     e = fl_launch_copy_hits(A, (const uint64_t *)(D + l->scan_copy), b->n_args, copy_threads,
                             locs, stream);
   if (!e && prof) e = (int)cudaEventRecord(prof[2], stream);
+  const fl_zc_table *zc = (const fl_zc_table *)(D + l->zc);
+  const uint64_t *stage_base = (const uint64_t *)(D + l->upload);
+  const uint8_t *staging = D + l->upload + align256(b->n_args * 8ull);
+  if (!e && zc_limit)
+    e = fl_launch_zero_copy(A, b->n_args, *m, zc, zc_limit, b->c->cuda->zc_seq,
+                            (uint64_t *)stage_base, (uint8_t *)staging, stream);
+  if (!e && zc_limit)
+    e = fl_launch_scatter_in_place(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
+                                   zc_limit, stage_base, staging, stream);
   return e;
 }
 
@@ -481,8 +492,8 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
   int ok = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess &&
            cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
   if (ok) {
-    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0, cs,
-                            NULL) == 0;
+    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
+                            b->c->cuda->zc_limit, cs, NULL) == 0;
     ok = cudaStreamEndCapture(cs, &g) == cudaSuccess && ok;
   }
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
@@ -495,6 +506,7 @@ static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *
     return;
   }
   pl->exec = exec, pl->capture = cs;
+  pl->zc_graph = b->c->cuda->zc_limit != 0;
 }
 
 /* A kept scratch is reused once its last query's and round's uses end: the
@@ -607,7 +619,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
   } else {
-    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, stream,
+    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, stream,
                            profiled ? prof : NULL));
   }
   /* A batch after one with a gather likely has one too: wake the
@@ -641,11 +653,15 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
       if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
     }
     const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
+    /* A prepared query's graph has read them already, and scattered them
+     * when the host has nothing to gather. */
+    int zc_graph = graph && pl->zc_graph;
     if (in_place) {
-      TRY(fl_launch_zero_copy((const fl_batch_arg *)(D + l.args), b->n_args, m,
-                              (const fl_zc_table *)(D + l.zc), cs->zc_seq,
-                              (uint64_t *)(D + l.upload), D + l.upload + align256(b->n_args * 8ull),
-                              stream));
+      if (!zc_graph)
+        TRY(fl_launch_zero_copy((const fl_batch_arg *)(D + l.args), b->n_args, m,
+                                (const fl_zc_table *)(D + l.zc), cs->zc_limit, cs->zc_seq,
+                                (uint64_t *)(D + l.upload),
+                                D + l.upload + align256(b->n_args * 8ull), stream));
       atomic_fetch_add(&c->unique_misses, zc_rows);
       atomic_fetch_add(&c->zero_copy_rows, zc_rows);
     }
@@ -664,7 +680,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
       st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, in_place,
                            upload_stretch, &up);
     uint64_t cpu2 = fl_thread_cpu_ns();
-    if (st == FL_OK) st = scatter_misses(b, &l, x, &m, n_miss);
+    if (st == FL_OK && !(zc_graph && in_place && !host_rows))
+      st = scatter_misses(b, &l, x, &m, n_miss);
     if (st == FL_OK && !(round = round_job_new(b, &l, x, &m, n_miss, per_arg, &gen, want_refs, !pl)))
       st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
     /* The fetch and the scatter; admission is the courier's (round_deliver).

@@ -157,9 +157,9 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
 }
 
 // One warp per missed position: copies its unique row from the staging.
-__global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
-                        fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
-                        uint64_t n) {
+__device__ void scatter_rows(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
+                             const fl_miss_out &m, const uint64_t *stage_base,
+                             const uint8_t *staging, uint64_t n) {
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
   for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
@@ -176,6 +176,12 @@ __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, u
     uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | (uint64_t)s);
     for (uint32_t u = lane; u < a.vec_bytes / width; u += 32) copy_unit(dst, s, width, u);
   }
+}
+
+__global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
+                        fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
+                        uint64_t n) {
+  scatter_rows(args, key_offsets, n_args, m, stage_base, staging, n);
 }
 
 // Sum of v over the block (every thread gets it).
@@ -215,15 +221,33 @@ __device__ void seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const
   }
 }
 
-// Zero-copy reads (zero_copy.h) of a batch that takes the device path. Block
+// The batch's unique rows that qualify for zero-copy reads, and all its
+// unique rows (misses and pointers), to every thread of the block: the
+// host's decision (zero_copy.h), taken on the device.
+__device__ void zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint32_t *per_arg,
+                          const fl_zc_table *zc, uint64_t *qualify, uint64_t *all) {
+  uint64_t q = 0, t = 0;
+  for (uint32_t i = threadIdx.x; i < n_args; i += blockDim.x) {
+    q += fl_zc_arg_rows(per_arg, i, zc[args[i].table].rows != nullptr);
+    t += per_arg[FL_MISS_COUNTERS * i] + per_arg[FL_MISS_COUNTERS * i + 1];
+  }
+  *qualify = block_sum(q);
+  *all = block_sum(t);
+}
+
+// Zero-copy reads (zero_copy.h) of a batch that takes the device path (the
+// kernel checks that it does: fl_zc_take over `limit`, as the host). Block
 // (a, y) serves arg a: it sums the staging bytes of the args before a (the
 // arg's staging offset, which blocks y == 0 write where the host's staging
 // offsets go), then its warps read the arg's unique misses straight from the
 // store's dense rows into the staging, rows y * warps + w,
 // y * warps + w + gridDim.y * warps, ...
 __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                          const fl_zc_table *zc, const uint32_t *seq, uint64_t *stage_base,
-                          uint8_t *staging) {
+                          const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
+                          uint64_t *stage_base, uint8_t *staging) {
+  uint64_t qualify, all;
+  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
+  if (!fl_zc_take(qualify, limit)) return;
   const uint32_t a = blockIdx.x;
   uint64_t before = 0;
   for (uint32_t i = threadIdx.x; i < a; i += blockDim.x)
@@ -242,6 +266,19 @@ __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out
     seq_copy(staging + before + (uint64_t)r * g.vec_bytes, src + id * g.vec_bytes, g.vec_bytes,
              seq + fl_seq_stripe(g.table, id), lane);
   }
+}
+
+// The scatter of a batch whose unique rows the zero-copy kernel read, every
+// one of them (in a prepared query's graph, after that kernel): a batch
+// with rows for the host to gather is left to the host's scatter.
+__global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
+                                 uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
+                                 uint64_t limit, const uint64_t *stage_base,
+                                 const uint8_t *staging) {
+  uint64_t qualify, all;
+  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
+  if (!fl_zc_take(qualify, limit) || qualify != all) return;
+  scatter_rows(args, key_offsets, n_args, m, stage_base, staging, m.counters[0]);
 }
 
 unsigned grid_for(uint64_t threads) {
@@ -288,15 +325,26 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
   return (int)cudaGetLastError();
 }
 
+extern "C" int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
+                                          uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
+                                          uint64_t limit, const uint64_t *stage_base,
+                                          const uint8_t *staging, void *stream) {
+  if (n_args == 0) return 0;
+  // Few blocks: a batch read in place has at most `limit` unique rows.
+  scatter_in_place<<<132, kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m, zc,
+                                                               limit, stage_base, staging);
+  return (int)cudaGetLastError();
+}
+
 extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                                   const fl_zc_table *zc, const uint32_t *seq,
+                                   const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
                                    uint64_t *stage_base, uint8_t *staging, void *stream) {
   if (n_args == 0) return 0;
   // Blocks per arg: 64 warps, each reading one row at a time over PCIe
   // (three dependent reads, about a microsecond each).
   dim3 grid(n_args, 8);
-  zero_copy<<<grid, kThreads, 0, (cudaStream_t)stream>>>(args, n_args, m, zc, seq, stage_base,
-                                                         staging);
+  zero_copy<<<grid, kThreads, 0, (cudaStream_t)stream>>>(args, n_args, m, zc, limit, seq,
+                                                         stage_base, staging);
   return (int)cudaGetLastError();
 }
 

@@ -52,13 +52,22 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
                     const uint32_t *now, uint64_t *locs, fl_miss_out m, fl_publish pub,
                     int clear_set, void *stream);
 /* Zero-copy reads (zero_copy.h) of a batch that takes the device path, after
- * its index kernel: writes every arg's staging offset to stage_base (as
- * fl_misses_layout does) and reads the unique misses of the tables zc makes
- * readable straight from the store into staging + stage_base[arg], under the
- * row seqlocks (seq: the store's stripes, device-mapped). */
+ * its index kernel (the kernel checks that it does: fl_zc_take over limit,
+ * from the counters on the device): writes every arg's staging offset to
+ * stage_base (as fl_misses_layout does) and reads the unique misses of the
+ * tables zc makes readable straight from the store into staging +
+ * stage_base[arg], under the row seqlocks (seq: the store's stripes,
+ * device-mapped). */
 int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                        const fl_zc_table *zc, const uint32_t *seq, uint64_t *stage_base,
-                        uint8_t *staging, void *stream);
+                        const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
+                        uint64_t *stage_base, uint8_t *staging, void *stream);
+/* After fl_launch_zero_copy: the scatter of a batch whose unique rows were
+ * all read in place, decided on the device (nothing when the host has rows
+ * to gather: its own scatter follows them). */
+int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
+                               uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
+                               uint64_t limit, const uint64_t *stage_base,
+                               const uint8_t *staging, void *stream);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, void *stream);
