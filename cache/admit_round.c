@@ -302,30 +302,30 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   return FL_OK;
 }
 
-/* Captures the round's graph: the input block's upload, the kernels, the
+/* Builds the round's graph: the input block's upload, the kernels, the
  * status download. */
-static fl_status capture(fl_cache *c, fl_admit_round *r, fl_round_kernels kernels, uint64_t keys) {
+static fl_status build_graph(fl_cache *c, fl_admit_round *r, fl_round_kernels kernels,
+                             uint64_t keys) {
   drop_graph(r);
-  cudaStream_t cs = NULL;
   cudaGraph_t g = NULL;
+  cudaGraphNode_t up = NULL, down = NULL;
+  void *last = NULL;
   cudaGraphExec_t exec = NULL;
-  cudaError_t e = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);
+  cudaError_t e = cudaGraphCreate(&g, 0);
+  if (e == cudaSuccess)
+    e = cudaGraphAddMemcpyNode1D(&up, g, NULL, 0, r->io_d, r->io_h, r->io_bytes,
+                                 cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = (cudaError_t)kernels(g, up, r->io_d, r->dev, keys, &last);
   if (e == cudaSuccess) {
-    e = cudaMemcpyAsync(r->io_d, r->io_h, r->io_bytes, cudaMemcpyHostToDevice, cs);
-    if (e == cudaSuccess) e = (cudaError_t)kernels(r->io_d, r->dev, keys, cs);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
-                          cudaMemcpyDeviceToHost, cs);
-    cudaError_t end = cudaStreamEndCapture(cs, &g);
-    if (e == cudaSuccess) e = end;
+    cudaGraphNode_t after = (cudaGraphNode_t)last;
+    e = cudaGraphAddMemcpyNode1D(&down, g, &after, 1, r->status_h, r->dev.top,
+                                 status_bytes(r->dev.n_classes), cudaMemcpyDeviceToHost);
   }
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
   if (g) cudaGraphDestroy(g);
-  if (cs) cudaStreamDestroy(cs);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return fl_fail(c, FL_ERR_CUDA, "capturing the admission round's graph: %s",
+    return fl_fail(c, FL_ERR_CUDA, "building the admission round's graph: %s",
                    cudaGetErrorString(e));
   }
   r->graph = exec;
@@ -344,10 +344,10 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
   fl_status st = FL_OK;
   if (!r->graph || n_keys > r->graph_keys) {
     /* Sized for the batch or more: batches of changing sizes rarely
-     * capture again. */
+     * build it again. */
     uint64_t keys = 4096;
     while (keys < n_keys) keys *= 2;
-    st = capture(c, r, kernels, keys);
+    st = build_graph(c, r, kernels, keys);
   }
   void *ev = NULL;
   if (st == FL_OK) st = fl_cuda_event_get(c, &ev);

@@ -7,7 +7,7 @@
  * changed in the store since the batch's fetch) and reads its status once it
  * is over.
  *
- * A round is one CUDA graph per part, captured once (again when its input
+ * A round is one CUDA graph per part, built once (again when its input
  * block grows): the upload of the round's inputs (its arguments, the
  * reservoir tops, new slots, skip flags) as one block, the kernels, which
  * read their arguments from that block, and the status download. Launching
@@ -51,7 +51,7 @@ enum {
 #define FL_ROUND_ARGS_BYTES 512u
 
 /* The device state of a part's rounds, passed by value into the kernels
- * (fixed for a captured graph). The first arrays, up to skip, are the input
+ * (fixed for a built graph). The first arrays, up to skip, are the input
  * block each round uploads; top to count is the status it downloads. */
 typedef struct fl_admit_dev {
   uint64_t *top;             /* per class: slots on the reservoir, new slots included */
@@ -69,10 +69,14 @@ typedef struct fl_admit_dev {
   uint32_t n_classes;
 } fl_admit_dev;
 
-/* Enqueues a round's kernels on `stream`, reading their arguments from
- * args_d (device) and sized for batches of up to keys_cap keys. Returns a
- * cudaError_t. */
-typedef int (*fl_round_kernels)(const void *args_d, fl_admit_dev d, uint64_t keys_cap, void *stream);
+/* Adds a round's kernels to `graph` (a cudaGraph_t) after node `after`,
+ * reading their arguments from args_d (device) and sized for batches of up
+ * to keys_cap keys; *last is the last node. Returns a cudaError_t. (The
+ * graph is built node by node, not captured from a stream: a capture in
+ * progress on the courier would make a caller's cudaDeviceSynchronize
+ * fail.) */
+typedef int (*fl_round_kernels)(void *graph, void *after, const void *args_d, fl_admit_dev d,
+                                uint64_t keys_cap, void **last);
 
 typedef struct fl_admit_round {
   fl_admit_dev dev;   /* views into io_d and fixed_d */
@@ -84,7 +88,7 @@ typedef struct fl_admit_round {
   uint64_t **res, **ret; /* per class: device arrays (host copies of the pointers) */
   uint64_t *cap;      /* per class: capacity of res and ret, in slots */
   uint64_t *top;      /* per class: slots on the reservoir, exact once settled */
-  void *graph;        /* cudaGraphExec_t of the round, NULL until captured */
+  void *graph;        /* cudaGraphExec_t of the round, NULL until built */
   uint64_t graph_keys; /* the batch size its kernels are sized for */
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
   fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
@@ -112,7 +116,7 @@ fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *ne
  * `after`: its arguments (args_bytes of them, at most FL_ROUND_ARGS_BYTES)
  * and the tables it leaves out (n_tables skip flags: changed in the store
  * since the batch's fetch) go into the input block; kernels enqueues the
- * kernels when the graph is captured, for batches of n_keys keys or more.
+ * kernels when the graph is built, for batches of n_keys keys or more.
  * Records `done` (cudaEvent_t) after the round. On failure the round's new
  * slots go back to the pool. */
 fl_status fl_round_launch(struct fl_cache *c, uint32_t part, const void *args, size_t args_bytes,

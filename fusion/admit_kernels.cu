@@ -1,4 +1,4 @@
-// admit_kernels.cu: a CUDA admission round, five kernels captured into the
+// admit_kernels.cu: a CUDA admission round, five kernels added to the
 // part's round graph on the maintenance stream (cache/admit_round.h); their
 // arguments are in device memory, uploaded by the graph. choose: one thread
 // per uid decides (the coin, the pointer rule) and ranks coin winners per
@@ -167,15 +167,32 @@ __global__ void reset(const fl_admit_args *args) {
 
 static_assert(sizeof(fl_admit_args) <= FL_ROUND_ARGS_BYTES, "round arguments outgrow their block");
 
-extern "C" int fl_launch_admit_round(const void *args_d, fl_admit_dev d, uint64_t keys_cap,
-                                     void *stream) {
-  cudaStream_t s = (cudaStream_t)stream;
+extern "C" int fl_admit_round_nodes(void *graph, void *after, const void *args_d, fl_admit_dev d,
+                                    uint64_t keys_cap, void **last) {
+  cudaGraph_t g = (cudaGraph_t)graph;
+  cudaGraphNode_t prev = (cudaGraphNode_t)after;
   const fl_admit_args *a = (const fl_admit_args *)args_d;
-  if (d.n_classes == 0) return 0;
-  choose<<<grid_for(keys_cap), kThreads, 0, s>>>(a, d);
-  grant<<<1, kThreads, 0, s>>>(d);
-  publish<<<grid_for(keys_cap * 32), kThreads, 0, s>>>(a, d);
-  restock<<<d.n_classes, kThreads, 0, s>>>(d);
-  reset<<<grid_for(keys_cap), kThreads, 0, s>>>(a);
-  return (int)cudaGetLastError();
+  // Each kernel after the one before; parameters are copied into the node.
+  auto add = [&](const void *fn, unsigned grid, void **params) {
+    cudaKernelNodeParams p = {};
+    p.func = const_cast<void *>(fn);
+    p.gridDim = dim3(grid);
+    p.blockDim = dim3(kThreads);
+    p.kernelParams = params;
+    cudaGraphNode_t n = nullptr;
+    cudaError_t e = cudaGraphAddKernelNode(&n, g, prev ? &prev : nullptr, prev ? 1 : 0, &p);
+    if (e == cudaSuccess) prev = n;
+    return e;
+  };
+  void *ad[] = {&a, &d}, *dev[] = {&d}, *args[] = {&a};
+  cudaError_t e = cudaSuccess;
+  if (d.n_classes) {
+    e = add((const void *)choose, grid_for(keys_cap), ad);
+    if (e == cudaSuccess) e = add((const void *)grant, 1, dev);
+    if (e == cudaSuccess) e = add((const void *)publish, grid_for(keys_cap * 32), ad);
+    if (e == cudaSuccess) e = add((const void *)restock, d.n_classes, dev);
+    if (e == cudaSuccess) e = add((const void *)reset, grid_for(keys_cap), args);
+  }
+  *last = prev;
+  return (int)e;
 }

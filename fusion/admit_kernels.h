@@ -36,14 +36,14 @@ typedef struct fl_admit_args {
   uint64_t n_miss; /* missed positions: their set slots are emptied after the round */
 } fl_admit_args;
 
-/* An fl_round_kernels (cache/admit_round.h): enqueues a round's kernels on
- * `stream` (captured into the part's round graph), arguments in args_d (an
- * fl_admit_args): choose (coin, priority bucket by in-batch count, pointer
+/* An fl_round_kernels (cache/admit_round.h): adds a round's kernels to the
+ * part's round graph, arguments in args_d (an fl_admit_args): choose (coin, priority bucket by in-batch count, pointer
  * candidates), grant (stocks the new slots; reservoir slots per class, most
  * frequent rows first), publish (row copy into the slot, index insert;
  * slots not published go back), restock, and the emptying of the batch's
  * miss set. Grids are sized for keys_cap keys, the loops stride. */
-int fl_launch_admit_round(const void *args_d, fl_admit_dev d, uint64_t keys_cap, void *stream);
+int fl_admit_round_nodes(void *graph, void *after, const void *args_d, fl_admit_dev d,
+                         uint64_t keys_cap, void **last);
 
 #ifdef __cplusplus
 }

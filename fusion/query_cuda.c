@@ -225,7 +225,7 @@ static fl_status round_launch(const round_job *j) {
   };
   /* The round reads the scratch, and empties its miss set: the scratch is
    * busy until admit_done. */
-  st = fl_round_launch(c, j->part, &a, sizeof a, skip, j->n_keys, fl_launch_admit_round,
+  st = fl_round_launch(c, j->part, &a, sizeof a, skip, j->n_keys, fl_admit_round_nodes,
                        j->x->busy_until, j->x->admit_done);
   free(skip);
   return st;
