@@ -308,19 +308,16 @@ static fl_status build_graph(fl_cache *c, fl_admit_round *r, fl_round_kernels ke
                              uint64_t keys) {
   drop_graph(r);
   cudaGraph_t g = NULL;
-  cudaGraphNode_t up = NULL, down = NULL;
   void *last = NULL;
   cudaGraphExec_t exec = NULL;
   cudaError_t e = cudaGraphCreate(&g, 0);
+  fl_launch_to to = {NULL, g, &last};
   if (e == cudaSuccess)
-    e = cudaGraphAddMemcpyNode1D(&up, g, NULL, 0, r->io_d, r->io_h, r->io_bytes,
-                                 cudaMemcpyHostToDevice);
-  if (e == cudaSuccess) e = (cudaError_t)kernels(g, up, r->io_d, r->dev, keys, &last);
-  if (e == cudaSuccess) {
-    cudaGraphNode_t after = (cudaGraphNode_t)last;
-    e = cudaGraphAddMemcpyNode1D(&down, g, &after, 1, r->status_h, r->dev.top,
-                                 status_bytes(r->dev.n_classes), cudaMemcpyDeviceToHost);
-  }
+    e = fl_launch_copy(to, r->io_d, r->io_h, r->io_bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = (cudaError_t)kernels(to, r->io_d, r->dev, keys);
+  if (e == cudaSuccess)
+    e = fl_launch_copy(to, r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
+                       cudaMemcpyDeviceToHost);
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
   if (g) cudaGraphDestroy(g);
   if (e != cudaSuccess) {

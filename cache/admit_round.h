@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/launch_to.h"
 #include "include/fleche.h"
 
 #ifdef __cplusplus
@@ -69,14 +70,11 @@ typedef struct fl_admit_dev {
   uint32_t n_classes;
 } fl_admit_dev;
 
-/* Adds a round's kernels to `graph` (a cudaGraph_t) after node `after`,
- * reading their arguments from args_d (device) and sized for batches of up
- * to keys_cap keys; *last is the last node. Returns a cudaError_t. (The
- * graph is built node by node, not captured from a stream: a capture in
- * progress on the courier would make a caller's cudaDeviceSynchronize
- * fail.) */
-typedef int (*fl_round_kernels)(void *graph, void *after, const void *args_d, fl_admit_dev d,
-                                uint64_t keys_cap, void **last);
+/* Adds a round's kernels to `to` (the round's graph, built node by node:
+ * common/launch_to.h), reading their arguments from args_d (device) and
+ * sized for batches of up to keys_cap keys. Returns a cudaError_t. */
+typedef int (*fl_round_kernels)(fl_launch_to to, const void *args_d, fl_admit_dev d,
+                                uint64_t keys_cap);
 
 typedef struct fl_admit_round {
   fl_admit_dev dev;   /* views into io_d and fixed_d */

@@ -167,32 +167,19 @@ __global__ void reset(const fl_admit_args *args) {
 
 static_assert(sizeof(fl_admit_args) <= FL_ROUND_ARGS_BYTES, "round arguments outgrow their block");
 
-extern "C" int fl_admit_round_nodes(void *graph, void *after, const void *args_d, fl_admit_dev d,
-                                    uint64_t keys_cap, void **last) {
-  cudaGraph_t g = (cudaGraph_t)graph;
-  cudaGraphNode_t prev = (cudaGraphNode_t)after;
+extern "C" int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admit_dev d,
+                                    uint64_t keys_cap) {
   const fl_admit_args *a = (const fl_admit_args *)args_d;
-  // Each kernel after the one before; parameters are copied into the node.
-  auto add = [&](const void *fn, unsigned grid, void **params) {
-    cudaKernelNodeParams p = {};
-    p.func = const_cast<void *>(fn);
-    p.gridDim = dim3(grid);
-    p.blockDim = dim3(kThreads);
-    p.kernelParams = params;
-    cudaGraphNode_t n = nullptr;
-    cudaError_t e = cudaGraphAddKernelNode(&n, g, prev ? &prev : nullptr, prev ? 1 : 0, &p);
-    if (e == cudaSuccess) prev = n;
-    return e;
-  };
   void *ad[] = {&a, &d}, *dev[] = {&d}, *args[] = {&a};
+  const dim3 block(kThreads);
   cudaError_t e = cudaSuccess;
   if (d.n_classes) {
-    e = add((const void *)choose, grid_for(keys_cap), ad);
-    if (e == cudaSuccess) e = add((const void *)grant, 1, dev);
-    if (e == cudaSuccess) e = add((const void *)publish, grid_for(keys_cap * 32), ad);
-    if (e == cudaSuccess) e = add((const void *)restock, d.n_classes, dev);
-    if (e == cudaSuccess) e = add((const void *)reset, grid_for(keys_cap), args);
+    e = fl_launch_kernel(to, (const void *)choose, grid_for(keys_cap), block, 0, ad);
+    if (e == cudaSuccess) e = fl_launch_kernel(to, (const void *)grant, 1, block, 0, dev);
+    if (e == cudaSuccess)
+      e = fl_launch_kernel(to, (const void *)publish, grid_for(keys_cap * 32), block, 0, ad);
+    if (e == cudaSuccess) e = fl_launch_kernel(to, (const void *)restock, d.n_classes, block, 0, dev);
+    if (e == cudaSuccess) e = fl_launch_kernel(to, (const void *)reset, grid_for(keys_cap), block, 0, args);
   }
-  *last = prev;
   return (int)e;
 }

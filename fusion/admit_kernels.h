@@ -42,8 +42,7 @@ typedef struct fl_admit_args {
  * frequent rows first), publish (row copy into the slot, index insert;
  * slots not published go back), restock, and the emptying of the batch's
  * miss set. Grids are sized for keys_cap keys, the loops stride. */
-int fl_admit_round_nodes(void *graph, void *after, const void *args_d, fl_admit_dev d,
-                         uint64_t keys_cap, void **last);
+int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admit_dev d, uint64_t keys_cap);
 
 #ifdef __cplusplus
 }

@@ -305,9 +305,8 @@ struct fl_cuda_plan {
   fl_batch_arg *dargs;    /* the args with device-usable pointers, as uploaded */
   uint8_t **host_out;     /* per arg: the caller's output in host memory, or NULL */
   uint64_t index_threads, copy_threads;
-  void *exec;             /* cudaGraphExec_t, NULL until captured */
-  void *capture;          /* cudaStream_t the graph is captured on */
-  int no_graph;           /* the capture failed: direct launches */
+  void *exec;             /* cudaGraphExec_t, NULL until built */
+  int no_graph;           /* building it failed: direct launches */
   int zc_graph;           /* the graph reads the misses of a qualifying batch in place and,
                              when that is all of them, scatters them (zero_copy.h) */
   /* What the next run must order after, besides its stream's own order:
@@ -328,7 +327,6 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
     fl_cuda_scratch_release(c, pl->x);
   }
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
-  if (pl->capture) cudaStreamDestroy((cudaStream_t)pl->capture);
   free(pl->dargs);
   free(pl->host_out);
   free(pl);
@@ -419,40 +417,42 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
   return FL_OK;
 }
 
-/* The index phase's launches on `stream`: header upload, index kernel
- * (which publishes the counters to l->h_counters), then the hit copy. prof
- * (optional): timing events around the kernels. zc_limit > 0 (a prepared
- * query's graph): then the zero-copy reads and the scatter of a batch read
- * wholly in place, each deciding on the device whether the batch is one. */
+/* The index phase's launches on `to` (a stream, or the prepared query's
+ * graph): header upload, index kernel (which publishes the counters to
+ * l->h_counters), then the hit copy. prof (optional, on a stream): timing
+ * events around the kernels. zc_limit > 0 (a prepared query's graph): then
+ * the zero-copy reads and the scatter of a batch read wholly in place, each
+ * deciding on the device whether the batch is one. */
 static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
                               uint64_t index_threads, uint64_t copy_threads, int clear_set,
-                              uint64_t zc_limit, cudaStream_t stream, cudaEvent_t *prof) {
+                              uint64_t zc_limit, fl_launch_to to, cudaEvent_t *prof) {
+  cudaStream_t stream = (cudaStream_t)to.stream;
   uint8_t *D = x->dev, *H = x->host;
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
   uint64_t *locs = (uint64_t *)(D + l->locs);
   /* Pinned host memory is device-mapped at the same address (UVA). */
   fl_publish pub = {(unsigned *)(D + l->run) + 1, (uint32_t *)(H + l->h_counters),
                     (uint32_t *)(H + l->h_flag), (uint32_t)(l->counter_bytes / 4)};
-  int e = (int)cudaMemcpyAsync(D, H, l->header_end, cudaMemcpyHostToDevice, stream);
+  int e = (int)fl_launch_copy(to, D, H, l->header_end, cudaMemcpyHostToDevice);
   if (!e && prof) e = (int)cudaEventRecord(prof[0], stream);
   if (!e)
     e = fl_launch_index(b->c->parts[b->part].index, (const fl_code *)(D + l->codes), A,
                         (const uint64_t *)(D + l->scan_index), b->n_args, index_threads, b->n_keys,
-                        (const uint32_t *)(D + l->run), locs, *m, pub, clear_set, stream);
+                        (const uint32_t *)(D + l->run), locs, *m, pub, clear_set, to);
   if (!e && prof) e = (int)cudaEventRecord(prof[1], stream);
   if (!e)
     e = fl_launch_copy_hits(A, (const uint64_t *)(D + l->scan_copy), b->n_args, copy_threads,
-                            locs, stream);
+                            locs, to);
   if (!e && prof) e = (int)cudaEventRecord(prof[2], stream);
   const fl_zc_table *zc = (const fl_zc_table *)(D + l->zc);
   const uint64_t *stage_base = (const uint64_t *)(D + l->upload);
   const uint8_t *staging = D + l->upload + align256(b->n_args * 8ull);
   if (!e && zc_limit)
     e = fl_launch_zero_copy(A, b->n_args, *m, zc, zc_limit, b->c->cuda->zc_seq,
-                            (uint64_t *)stage_base, (uint8_t *)staging, stream);
+                            (uint64_t *)stage_base, (uint8_t *)staging, to);
   if (!e && zc_limit)
     e = fl_launch_scatter_in_place(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
-                                   zc_limit, stage_base, staging, stream);
+                                   zc_limit, stage_base, staging, to);
   return e;
 }
 
@@ -482,30 +482,26 @@ static fl_status wait_counters(fl_cache *c, const uint32_t *flag, cudaStream_t s
   }
 }
 
-/* Captures the plan's index phase as a graph (after a run that left the
- * miss set empty: the graph never clears it). On failure the plan keeps
- * direct launches. */
-static void plan_capture(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m) {
-  cudaStream_t cs = NULL;
+/* Builds the plan's index phase as a graph, node by node (after a run that
+ * left the miss set empty: the graph never clears it). On failure the plan
+ * keeps direct launches. */
+static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m) {
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
-  int ok = cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess &&
-           cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
-  if (ok) {
-    ok = launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
-                            b->c->cuda->zc_limit, cs, NULL) == 0;
-    ok = cudaStreamEndCapture(cs, &g) == cudaSuccess && ok;
-  }
+  void *last = NULL;
+  int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
+  fl_launch_to to = {NULL, g, &last};
+  ok = ok && launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
+                                b->c->cuda->zc_limit, to, NULL) == 0;
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
   if (!ok) {
     if (exec) cudaGraphExecDestroy(exec);
-    if (cs) cudaStreamDestroy(cs);
     pl->no_graph = 1;
     return;
   }
-  pl->exec = exec, pl->capture = cs;
+  pl->exec = exec;
   pl->zc_graph = b->c->cuda->zc_limit != 0;
 }
 
@@ -619,7 +615,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
   } else {
-    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, stream,
+    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0,
+                           (fl_launch_to){stream, NULL, NULL},
                            profiled ? prof : NULL));
   }
   /* A batch after one with a gather likely has one too: wake the
@@ -661,7 +658,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
         TRY(fl_launch_zero_copy((const fl_batch_arg *)(D + l.args), b->n_args, m,
                                 (const fl_zc_table *)(D + l.zc), cs->zc_limit, cs->zc_seq,
                                 (uint64_t *)(D + l.upload),
-                                D + l.upload + align256(b->n_args * 8ull), stream));
+                                D + l.upload + align256(b->n_args * 8ull),
+                                (fl_launch_to){stream, NULL, NULL}));
       atomic_fetch_add(&c->unique_misses, zc_rows);
       atomic_fetch_add(&c->zero_copy_rows, zc_rows);
     }
@@ -730,8 +728,8 @@ done:
     pl->last_ordered = st == FL_OK;
     pl->last_posted = round && st == FL_OK;
   }
-  /* A plan whose run left the set empty captures its graph, once. */
-  if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_capture(b, pl, &m);
+  /* A plan whose run left the set empty builds its graph, once. */
+  if (pl && !pl->exec && !pl->no_graph && x->clean_set) plan_build(b, pl, &m);
   /* The round goes to the courier with the scratch, once nothing here
    * touches the scratch any more: a newer round of the part may shed it
    * at once (round_drop). */

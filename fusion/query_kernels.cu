@@ -292,28 +292,29 @@ unsigned grid_for(uint64_t threads) {
 extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                                const uint64_t *scan, uint32_t n_args, uint64_t threads,
                                uint64_t n_keys, const uint32_t *now, uint64_t *locs, fl_miss_out m,
-                               fl_publish pub, int clear_set, void *stream) {
-  cudaStream_t s = (cudaStream_t)stream;
+                               fl_publish pub, int clear_set, fl_launch_to to) {
   uint64_t slots = fl_miss_set_slots(n_keys, n_args);
   cudaError_t e = cudaSuccess;
+  if (clear_set && to.graph) return (int)cudaErrorInvalidValue;  // graphs replay a clean set
+  cudaStream_t s = (cudaStream_t)to.stream;
   if (clear_set) e = cudaMemsetAsync(m.set.ids, 0xff, slots * sizeof *m.set.ids, s);
   if (e == cudaSuccess && clear_set)
     e = cudaMemsetAsync(m.set.count, 0, slots * sizeof *m.set.count, s);
   if (e != cudaSuccess) return (int)e;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
-  fused_index<<<grid_for(threads), kThreads, smem, s>>>(v, codes, args, scan, n_args, threads,
-                                                         now, locs, m, pub);
-  return (int)cudaGetLastError();
+  void *params[] = {&v, &codes, &args, &scan, &n_args, &threads, &now, &locs, &m, &pub};
+  return (int)fl_launch_kernel(to, (const void *)fused_index, grid_for(threads), kThreads, smem,
+                               params);
 }
 
 extern "C" int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan,
                                    uint32_t n_args, uint64_t threads, const uint64_t *locs,
-                                   void *stream) {
+                                   fl_launch_to to) {
   if (threads == 0) return 0;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
-  copy_hits<<<grid_for(threads), kThreads, smem, (cudaStream_t)stream>>>(args, scan, n_args,
-                                                                         threads, locs);
-  return (int)cudaGetLastError();
+  void *params[] = {&args, &scan, &n_args, &threads, &locs};
+  return (int)fl_launch_kernel(to, (const void *)copy_hits, grid_for(threads), kThreads, smem,
+                               params);
 }
 
 extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
@@ -328,23 +329,20 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
 extern "C" int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
                                           uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
                                           uint64_t limit, const uint64_t *stage_base,
-                                          const uint8_t *staging, void *stream) {
+                                          const uint8_t *staging, fl_launch_to to) {
   if (n_args == 0) return 0;
   // Few blocks: a batch read in place has at most `limit` unique rows.
-  scatter_in_place<<<132, kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m, zc,
-                                                               limit, stage_base, staging);
-  return (int)cudaGetLastError();
+  void *params[] = {&args, &key_offsets, &n_args, &m, &zc, &limit, &stage_base, &staging};
+  return (int)fl_launch_kernel(to, (const void *)scatter_in_place, 132, kThreads, 0, params);
 }
 
 extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
                                    const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
-                                   uint64_t *stage_base, uint8_t *staging, void *stream) {
+                                   uint64_t *stage_base, uint8_t *staging, fl_launch_to to) {
   if (n_args == 0) return 0;
   // Blocks per arg: 64 warps, each reading one row at a time over PCIe
   // (three dependent reads, about a microsecond each).
-  dim3 grid(n_args, 8);
-  zero_copy<<<grid, kThreads, 0, (cudaStream_t)stream>>>(args, n_args, m, zc, limit, seq,
-                                                         stage_base, staging);
-  return (int)cudaGetLastError();
+  void *params[] = {&args, &n_args, &m, &zc, &limit, &seq, &stage_base, &staging};
+  return (int)fl_launch_kernel(to, (const void *)zero_copy, dim3(n_args, 8), kThreads, 0, params);
 }
 

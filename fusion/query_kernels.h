@@ -1,9 +1,11 @@
 /* query_kernels.h: launchers of the fused query kernels (query_kernels.cu).
- * Each enqueues on `stream` and returns a cudaError_t as int. */
+ * Each enqueues on `stream`, or on `to` (a stream, or a graph being built:
+ * the prepared query's), and returns a cudaError_t as int. */
 #ifndef FL_FUSION_QUERY_KERNELS_H
 #define FL_FUSION_QUERY_KERNELS_H
 
 #include "cache/index.h"
+#include "common/launch_to.h"
 #include "fusion/batch.h"
 #include "fusion/miss_set.h"
 #include "fusion/zero_copy.h"
@@ -50,7 +52,7 @@ typedef struct fl_publish {
 int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *args,
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
                     const uint32_t *now, uint64_t *locs, fl_miss_out m, fl_publish pub,
-                    int clear_set, void *stream);
+                    int clear_set, fl_launch_to to);
 /* Zero-copy reads (zero_copy.h) of a batch that takes the device path, after
  * its index kernel (the kernel checks that it does: fl_zc_take over limit,
  * from the counters on the device): writes every arg's staging offset to
@@ -60,17 +62,17 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
  * device-mapped). */
 int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
                         const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
-                        uint64_t *stage_base, uint8_t *staging, void *stream);
+                        uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
 /* After fl_launch_zero_copy: the scatter of a batch whose unique rows were
  * all read in place, decided on the device (nothing when the host has rows
  * to gather: its own scatter follows them). */
 int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
                                uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
                                uint64_t limit, const uint64_t *stage_base,
-                               const uint8_t *staging, void *stream);
+                               const uint8_t *staging, fl_launch_to to);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
-                        uint64_t threads, const uint64_t *locs, void *stream);
+                        uint64_t threads, const uint64_t *locs, fl_launch_to to);
 /* Writes each of the n missed positions of m its unique row, staged per arg
  * at staging + stage_base[arg] (fl_miss_row order); key_offsets: the args'
  * first positions, ascending. */

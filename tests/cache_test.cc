@@ -243,11 +243,15 @@ class CacheTest : public testing::TestWithParam<Param> {
     }
     fl_cache_stats s = Stats(c.get());
     EXPECT_EQ(s.lookups, 6 * n * nt);
-    if (cuda && zero_copy_rows) EXPECT_GT(s.zero_copy_rows, 0u);
+    if (cuda && zero_copy_rows) {
+      EXPECT_GT(s.zero_copy_rows, 0u);
+    }
     // Dense tables only, fewer distinct misses than the limit: every miss is
     // read in place (from the second run on by the flat layout's graph,
     // which scatters them too).
-    if (cuda && zero_copy_rows && nt <= 3) EXPECT_EQ(s.zero_copy_rows, s.unique_misses);
+    if (cuda && zero_copy_rows && nt <= 3) {
+      EXPECT_EQ(s.zero_copy_rows, s.unique_misses);
+    }
     // An id out of range (table 0 holds 50) fails the run and names it.
     auto bad = ids_for(rng);
     bad[0][17] = 50;

@@ -1,0 +1,51 @@
+/* launch_to.h: where a launcher puts its work: on a stream, or as nodes of
+ * a CUDA graph being built, each after the last one added. A graph built
+ * node by node, unlike one captured from a stream, leaves no window in
+ * which another thread's cudaDeviceSynchronize fails (it does while any
+ * stream of the context is capturing). */
+#ifndef FL_COMMON_LAUNCH_TO_H
+#define FL_COMMON_LAUNCH_TO_H
+
+#include <cuda_runtime_api.h>
+
+typedef struct fl_launch_to {
+  void *stream; /* cudaStream_t, when graph is NULL */
+  void *graph;  /* cudaGraph_t being built, or NULL */
+  void **last;  /* with graph: the last node added (NULL: none yet); updated */
+} fl_launch_to;
+
+/* Adds node n's dependency on the last node, or launches: shared tail. */
+static inline cudaError_t fl_launch_node(fl_launch_to t, cudaError_t e, cudaGraphNode_t n) {
+  if (e == cudaSuccess && t.graph) *t.last = n;
+  return e;
+}
+
+/* Kernel fn with its parameters (pointers to values of its parameter
+ * types, as cudaLaunchKernel takes them; a graph node copies them). */
+static inline cudaError_t fl_launch_kernel(fl_launch_to t, const void *fn, dim3 grid, dim3 block,
+                                           size_t smem, void **params) {
+  if (!t.graph) return cudaLaunchKernel(fn, grid, block, params, smem, (cudaStream_t)t.stream);
+  struct cudaKernelNodeParams p;
+  p.func = (void *)fn;
+  p.gridDim = grid;
+  p.blockDim = block;
+  p.sharedMemBytes = (unsigned)smem;
+  p.kernelParams = params;
+  p.extra = NULL;
+  cudaGraphNode_t prev = (cudaGraphNode_t)*t.last, n = NULL;
+  return fl_launch_node(
+      t, cudaGraphAddKernelNode(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL, prev ? 1 : 0, &p), n);
+}
+
+/* A linear copy of `bytes` (pinned host memory, when on the host). */
+static inline cudaError_t fl_launch_copy(fl_launch_to t, void *dst, const void *src, size_t bytes,
+                                         enum cudaMemcpyKind kind) {
+  if (!t.graph) return cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)t.stream);
+  cudaGraphNode_t prev = (cudaGraphNode_t)*t.last, n = NULL;
+  return fl_launch_node(t,
+                        cudaGraphAddMemcpyNode1D(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL,
+                                                 prev ? 1 : 0, dst, src, bytes, kind),
+                        n);
+}
+
+#endif
