@@ -14,12 +14,6 @@ typedef struct fl_launch_to {
   void **last;  /* with graph: the last node added (NULL: none yet); updated */
 } fl_launch_to;
 
-/* Adds node n's dependency on the last node, or launches: shared tail. */
-static inline cudaError_t fl_launch_node(fl_launch_to t, cudaError_t e, cudaGraphNode_t n) {
-  if (e == cudaSuccess && t.graph) *t.last = n;
-  return e;
-}
-
 /* Kernel fn with its parameters (pointers to values of its parameter
  * types, as cudaLaunchKernel takes them; a graph node copies them). */
 static inline cudaError_t fl_launch_kernel(fl_launch_to t, const void *fn, dim3 grid, dim3 block,
@@ -33,8 +27,10 @@ static inline cudaError_t fl_launch_kernel(fl_launch_to t, const void *fn, dim3 
   p.kernelParams = params;
   p.extra = NULL;
   cudaGraphNode_t prev = (cudaGraphNode_t)*t.last, n = NULL;
-  return fl_launch_node(
-      t, cudaGraphAddKernelNode(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL, prev ? 1 : 0, &p), n);
+  cudaError_t e =
+      cudaGraphAddKernelNode(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL, prev ? 1 : 0, &p);
+  if (e == cudaSuccess) *t.last = n; /* the next node depends on this one */
+  return e;
 }
 
 /* A linear copy of `bytes` (pinned host memory, when on the host). */
@@ -42,10 +38,10 @@ static inline cudaError_t fl_launch_copy(fl_launch_to t, void *dst, const void *
                                          enum cudaMemcpyKind kind) {
   if (!t.graph) return cudaMemcpyAsync(dst, src, bytes, kind, (cudaStream_t)t.stream);
   cudaGraphNode_t prev = (cudaGraphNode_t)*t.last, n = NULL;
-  return fl_launch_node(t,
-                        cudaGraphAddMemcpyNode1D(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL,
-                                                 prev ? 1 : 0, dst, src, bytes, kind),
-                        n);
+  cudaError_t e = cudaGraphAddMemcpyNode1D(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL,
+                                           prev ? 1 : 0, dst, src, bytes, kind);
+  if (e == cudaSuccess) *t.last = n;
+  return e;
 }
 
 #endif
