@@ -213,9 +213,9 @@ fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes
   return st;
 }
 
-void fl_cuda_scratch_unhold(fl_cache *c, fl_scratch *x, int shed) {
+void fl_cuda_scratch_unhold(fl_cache *c, fl_scratch *x) {
   uint64_t t = __atomic_load_n(&x->round_ticket, __ATOMIC_ACQUIRE);
-  if (t && !(shed && fl_courier_shed(c->courier, t))) fl_courier_wait(c->courier, t);
+  if (t) fl_courier_wait(c->courier, t);
 }
 
 /* A set no query holds whose last uses have not all ended yet. */
@@ -227,7 +227,7 @@ static int set_pending(fl_cache *c, const fl_scratch *y) {
 /* Waits until y's last uses end: its round launched, then its query's and
  * its round's events. */
 static void set_wait(fl_cache *c, fl_scratch *y) {
-  fl_cuda_scratch_unhold(c, y, 0);
+  fl_cuda_scratch_unhold(c, y);
   if (y->busy_until) cudaEventSynchronize((cudaEvent_t)y->busy_until);
   if (y->admit_done) cudaEventSynchronize((cudaEvent_t)y->admit_done);
   (void)cudaGetLastError();

@@ -94,11 +94,9 @@ void fl_cuda_scratch_keep(struct fl_cache *c, fl_scratch *s);
 /* Gives it back (kept or not); it becomes reusable once its busy_until and
  * admit_done events, recorded after the set's last uses, fire. */
 void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
-/* Frees the set from the admission round that holds it, if any: with shed,
- * sheds the round while the courier has not started it (its batch is not
- * admitted; the set's miss set is left dirty); else waits until the round
- * is launched. */
-void fl_cuda_scratch_unhold(struct fl_cache *c, fl_scratch *s, int shed);
+/* Waits until the admission round that holds the set, if any, is launched
+ * (or shed by a newer round of its part). */
+void fl_cuda_scratch_unhold(struct fl_cache *c, fl_scratch *s);
 
 #ifdef __cplusplus
 }

@@ -323,7 +323,7 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
   if (!pl) return;
   if (pl->x) {
     /* Reusable once its last uses end, the round's recorded first. */
-    fl_cuda_scratch_unhold(c, pl->x, 0);
+    fl_cuda_scratch_unhold(c, pl->x);
     fl_cuda_scratch_release(c, pl->x);
   }
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
@@ -542,7 +542,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     /* The last run's round must be launched: its admit_done recorded. A
      * plan run back to back would shed every round the courier has not
      * woken for yet, and never warm: it waits instead. */
-    fl_cuda_scratch_unhold(c, pl->x, 0);
+    fl_cuda_scratch_unhold(c, pl->x);
     if ((st = plan_reuse(c, pl, stream)) != FL_OK) return st;
     dargs = pl->dargs, host_out = pl->host_out, l = pl->l, x = pl->x;
     index_threads = pl->index_threads, copy_threads = pl->copy_threads;
