@@ -12,6 +12,7 @@
 #include "cache/admission.h"
 #include "cache/cache.h"
 #include "cache/cuda_state.h"
+#include "cache/maint_kernels.h"
 #include "common/cuda_check.h"
 
 static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
@@ -19,7 +20,7 @@ static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
 /* Byte offsets in the input block (io) and in the fixed state. In io, top to
  * count are contiguous: the status each round downloads. */
 typedef struct io_layout {
-  uint64_t top, granted, wanted, count, fill_n, skip, fill, total;
+  uint64_t top, granted, wanted, count, fill_n, evict, skip, fill, total;
 } io_layout;
 
 static void io_layout_of(uint32_t n_cls, uint32_t n_tables, uint64_t fill_cap, io_layout *l) {
@@ -29,6 +30,7 @@ static void io_layout_of(uint32_t n_cls, uint32_t n_tables, uint64_t fill_cap, i
   l->wanted = o, o += 8ull * n_cls;
   l->count = o, o += 8ull * FL_ROUND_COUNTS;
   l->fill_n = o, o += 8ull * n_cls;
+  l->evict = o, o = align16(o + sizeof(fl_evict_in));
   l->skip = o, o = align16(o + n_tables);
   l->fill = o, o += 8ull * fill_cap;
   l->total = align16(o);
@@ -71,6 +73,8 @@ static fl_status io_alloc(fl_cache *c, const void *err, fl_admit_round *r, uint6
   r->dev.granted = (uint64_t *)(d + l.granted);
   r->dev.wanted = (uint64_t *)(d + l.wanted);
   r->dev.count = (unsigned long long *)(d + l.count);
+  r->evict.taken = r->dev.count + FL_ROUND_EVICTED;
+  r->evict_in = d + l.evict;
   r->dev.fill_n = (const uint64_t *)(d + l.fill_n);
   r->dev.skip = d + l.skip;
   r->dev.fill = (const uint64_t *)(d + l.fill);
@@ -91,10 +95,12 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   r->top = calloc(n ? n : 1, sizeof *r->top);
   if (!r->res || !r->ret || !r->cap || !r->top)
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  /* The fixed state: ret_n, cand, base, res, ret. */
+  /* The fixed state: ret_n, cand, base, res, ret, the eviction's histogram
+   * and pick. */
   uint64_t o_cand = 4ull * n, o_base = align16(o_cand + 4ull * n * FL_ADMIT_BUCKETS);
   uint64_t o_res = align16(o_base + 4ull * n * FL_ADMIT_BUCKETS), o_ret = o_res + 8ull * n;
-  uint64_t fixed = align16(o_ret + 8ull * n);
+  uint64_t o_hist = align16(o_ret + 8ull * n), o_pick = o_hist + 8ull * FL_AGE_BUCKETS;
+  uint64_t fixed = align16(o_pick + 8ull * 3);
   FL_CUDA_TRY(NULL, cudaMalloc(&r->fixed_d, fixed ? fixed : 16));
   FL_CUDA_TRY(NULL, cudaMemset(r->fixed_d, 0, fixed ? fixed : 16));
   uint8_t *f = r->fixed_d;
@@ -103,6 +109,8 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   r->dev.base = (uint32_t *)(f + o_base);
   r->dev.res = (uint64_t **)(f + o_res);
   r->dev.ret = (uint64_t **)(f + o_ret);
+  r->evict.hist = (unsigned long long *)(f + o_hist);
+  r->evict.pick = (unsigned long long *)(f + o_pick);
   FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->status_h, status_bytes(n)));
   memset(r->status_h, 0, status_bytes(n));
   return io_alloc(c, NULL, r, 4096);
@@ -121,6 +129,7 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
   cudaFree(r->io_d);
   cudaFreeHost(r->io_h);
   cudaFreeHost(r->status_h);
+  cudaFreeHost(r->evict_locs);
   free(r->res);
   free(r->ret);
   free(r->cap);
@@ -147,7 +156,7 @@ void fl_round_wait(fl_cache *c, uint32_t part) {
   atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
 }
 
-static void apply_status(fl_cache *c, uint32_t part);
+static fl_status apply_status(fl_cache *c, uint32_t part);
 
 fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
@@ -166,12 +175,12 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   if (e != cudaSuccess)
     return fl_fail(c, FL_ERR_CUDA, "admission round of part %u failed: %s", part,
                    cudaGetErrorString(e));
-  apply_status(c, part);
-  return FL_OK;
+  return apply_status(c, part);
 }
 
-/* Applies a finished round's status (status_h) to the part's counts. */
-static void apply_status(fl_cache *c, uint32_t part) {
+/* Applies a finished round's status (status_h) to the part's counts, and
+ * hands its evicted slabs to reclamation. */
+static fl_status apply_status(fl_cache *c, uint32_t part) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   uint32_t n = r->dev.n_classes;
@@ -186,6 +195,10 @@ static void apply_status(fl_cache *c, uint32_t part) {
     r->top[k] = r->status_h[k];
     p->reserved_bytes += r->top[k] * p->pool.classes[k].slot_bytes;
   }
+  uint64_t evicted = count[FL_ROUND_EVICTED];
+  if (evicted > r->evict_want) evicted = r->evict_want;
+  r->evict_want = 0;
+  return fl_cache_retire_evicted(c, part, FL_ENTRY_CACHED, r->evict_locs, evicted);
 }
 
 /* Grows class k's reservoir and return list to hold `want` slots (the
@@ -274,6 +287,31 @@ static void unfill(fl_cache *c, uint32_t part) {
   }
 }
 
+/* Asks the round to evict `want` cached entries (fl_evict_in in the input
+ * block), with room for their slabs. */
+static fl_status ask_eviction(fl_cache *c, fl_admit_round *r, uint64_t want) {
+  if (want > r->evict_cap) {
+    uint64_t cap = r->evict_cap ? 2 * r->evict_cap : 4096;
+    while (cap < want) cap *= 2;
+    uint64_t *locs = NULL;
+    /* Pinned memory is mapped at the same address for the device (UVA):
+     * the evict kernel writes the slabs straight into it. */
+    cudaError_t e = cudaMallocHost((void **)&locs, cap * 8);
+    if (e != cudaSuccess)
+      return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "allocating room for %llu evicted slabs: %s",
+                     (unsigned long long)cap, cudaGetErrorString(e));
+    cudaFreeHost(r->evict_locs);
+    r->evict_locs = locs, r->evict_cap = cap;
+  }
+  io_layout l;
+  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  fl_evict_in in = {want, r->evict_locs,
+                    (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED), 0};
+  memcpy(r->io_h + l.evict, &in, sizeof in);
+  r->evict_want = want;
+  return FL_OK;
+}
+
 fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
@@ -283,13 +321,23 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   uint64_t t0 = fl_now_ns();
   fl_status st = fl_round_settle(c, part, 1);
   atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
-  if (st == FL_OK) st = fl_cache_make_room(c, part, 0);
+  if (st != FL_OK) return st;
+  fl_cache_collect(c);
+  st = fl_cache_trim_unified(c, part);
+  if (st != FL_OK) return st; /* nothing taken from the pool yet */
+  /* The watermarks' eviction runs in the round (ask_eviction), so its
+   * slabs come back to the pool a round later than a host eviction's:
+   * the reservoirs' slack covers that. */
+  uint64_t want = fl_cache_evict_want(c, part, 0);
   int starved = 0;
-  if (st == FL_OK) st = refill(c, part, need, &starved);
-  else return st;
+  st = refill(c, part, need, &starved);
   /* A class with no slot and no page: evict now, the slabs come back to
-   * the pool for later rounds. */
-  if (st == FL_OK && starved) st = fl_cache_make_room(c, part, 1);
+   * the pool for later rounds; the round need not evict again. */
+  if (st == FL_OK && starved) {
+    st = fl_cache_make_room(c, part, 1);
+    want = 0;
+  }
+  if (st == FL_OK) st = ask_eviction(c, r, want);
   if (st != FL_OK) {
     unfill(c, part);
     return st;
@@ -302,10 +350,11 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   return FL_OK;
 }
 
-/* Builds the round's graph: the input block's upload, the kernels, the
- * status download. */
-static fl_status build_graph(fl_cache *c, fl_admit_round *r, fl_round_kernels kernels,
+/* Builds the round's graph: the input block's upload, the eviction, the
+ * admission kernels, the status download. */
+static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernels,
                              uint64_t keys) {
+  fl_admit_round *r = c->parts[part].round;
   drop_graph(r);
   cudaGraph_t g = NULL;
   void *last = NULL;
@@ -314,6 +363,9 @@ static fl_status build_graph(fl_cache *c, fl_admit_round *r, fl_round_kernels ke
   fl_launch_to to = {NULL, g, &last};
   if (e == cudaSuccess)
     e = fl_launch_copy(to, r->io_d, r->io_h, r->io_bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = (cudaError_t)fl_launch_round_evict(to, c->parts[part].index,
+                                           (const fl_evict_in *)r->evict_in, r->evict);
   if (e == cudaSuccess) e = (cudaError_t)kernels(to, r->io_d, r->dev, keys);
   if (e == cudaSuccess)
     e = fl_launch_copy(to, r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
@@ -344,7 +396,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
      * build it again. */
     uint64_t keys = 4096;
     while (keys < n_keys) keys *= 2;
-    st = build_graph(c, r, kernels, keys);
+    st = build_graph(c, part, kernels, keys);
   }
   void *ev = NULL;
   if (st == FL_OK) st = fl_cuda_event_get(c, &ev);
@@ -368,7 +420,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
     cudaError_t sync = cudaStreamSynchronize(ms);
     fl_cuda_event_release(c, ev);
     r->event = NULL;
-    if (sync == cudaSuccess) apply_status(c, part);
+    if (sync == cudaSuccess) (void)apply_status(c, part);
     return fl_fail(c, FL_ERR_CUDA, "ending an admission round: %s", cudaGetErrorString(e));
   }
   r->event = ev;

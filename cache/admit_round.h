@@ -21,6 +21,13 @@
  * and as reserved in the part (fl_part.reserved_bytes), not as live vectors.
  * Slots whose insert did not publish go back on the reservoir on the device.
  *
+ * Eviction: a round first evicts what the watermarks ask for (evict.c's
+ * count, taken at prepare): the age histogram, the pick and the tombstoning
+ * run as the graph's first kernels, with no host step between them; the
+ * evicted slabs are written to pinned memory and go to reclamation when the
+ * round settles. Only a starved class (no slot, no free page) still evicts
+ * at prepare, from the host, as the host backend does.
+ *
  * Rounds of one part never overlap: prepare waits for the last round first
  * (by then it is normally long over). Everything here runs under c->lock. */
 #ifndef FL_CACHE_ADMIT_ROUND_H
@@ -29,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/maint_kernels.h"
 #include "common/launch_to.h"
 #include "include/fleche.h"
 
@@ -44,7 +52,8 @@ enum {
   FL_ROUND_PROMOTED = 1,  /* of which replaced a unified-index pointer */
   FL_ROUND_POINTERS = 2,  /* unified-index pointers published */
   FL_ROUND_POINTER_CANDIDATES = 3,
-  FL_ROUND_COUNTS = 4
+  FL_ROUND_EVICTED = 4,   /* entries the round's eviction claimed (those past its want were not taken) */
+  FL_ROUND_COUNTS = 5
 };
 
 /* Bytes at the head of the input block for the kernels' arguments
@@ -89,6 +98,10 @@ typedef struct fl_admit_round {
   void *graph;        /* cudaGraphExec_t of the round, NULL until built */
   uint64_t graph_keys; /* the batch size its kernels are sized for */
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
+  fl_evict_dev evict; /* the eviction's device state (in fixed_d; taken in the status) */
+  void *evict_in;     /* device: its fl_evict_in in the input block */
+  uint64_t *evict_locs; /* pinned: the slabs the eviction took, evict_cap of them */
+  uint64_t evict_cap, evict_want; /* its room; what the round in flight was asked for */
   fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
   char failed_msg[256];
 } fl_admit_round;

@@ -112,9 +112,17 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
                          uint64_t *locs);
 
 /* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
-/* Frees reclaimable slabs, then evicts down to the low watermark if part p is
- * above the high watermark, or `starved` (a class found no slot and no page). */
+/* Frees reclaimable slabs, trims unified entries, then evicts down to the
+ * low watermark if part p is above the high watermark, or `starved` (a
+ * class found no slot and no page). */
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
+/* The cached entries make_room would evict from part p now (0: none). */
+uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);
+/* Accounts for entries of `kind` just removed from part p's index (the
+ * removal complete), their locations in locs (FL_LOC_NONE skipped; locs is
+ * reordered): counts, and slabs to reclamation. */
+fl_status fl_cache_retire_evicted(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
+                                  uint64_t n);
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
 /* Applies finished CUDA admission rounds to the counts; wait = 1 waits for

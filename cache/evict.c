@@ -1,14 +1,18 @@
 /* evict.c: watermark eviction and the collection of reclaimable slabs. When a
  * part's pool use passes the high watermark, one scan builds a histogram of
- * entry ages, picks the age threshold that frees enough, and tombstones the
- * coldest entries until use will fall under the low watermark. Their slabs
- * return to the pool through batch-based reclamation (reclaim.h). */
+ * entry ages, picks the age threshold that frees enough (evict_pick.h), and
+ * tombstones the coldest entries until use will fall under the low
+ * watermark. Their slabs return to the pool through batch-based reclamation
+ * (reclaim.h). The host backend scans here; a CUDA admission round runs the
+ * same steps in its graph (cache/admit_round.h) and hands its evicted slabs
+ * to fl_cache_retire_evicted when it settles. */
 #include <stdlib.h>
 
 #include "cache/admit_round.h"
 #include "cache/cache.h"
 #include "common/error.h"
 #include "cache/cuda_state.h"
+#include "cache/evict_pick.h"
 
 static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
   fl_cache *c = ctx;
@@ -27,9 +31,27 @@ void fl_cache_collect(fl_cache *c) {
     for (uint32_t p = 0; p < c->n_parts; p++) fl_pool_compact(&c->parts[p].pool);
 }
 
-/* Removes the `want` coldest entries of `kind` from part `part`: slabs of
- * cached vectors go to reclamation; DRAM pointers need none (the store owns
- * their rows). */
+fl_status fl_cache_retire_evicted(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
+                                  uint64_t n) {
+  fl_part *p = &c->parts[part];
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (locs[i] != FL_LOC_NONE) locs[k++] = locs[i];
+  if (k == 0) return FL_OK;
+  if (kind == FL_ENTRY_DRAM) {
+    /* DRAM pointers need no reclamation: the store owns their rows. */
+    p->dram_entries -= k < p->dram_entries ? k : p->dram_entries;
+    return FL_OK;
+  }
+  p->entries -= k < p->entries ? k : p->entries;
+  atomic_fetch_add(&c->evictions, k);
+  if (fl_reclaim_retire(&c->reclaim, locs, k, part) != 0)
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
+                   (unsigned long long)k);
+  return FL_OK;
+}
+
+/* Removes the `want` coldest entries of `kind` from part `part` now. */
 static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t want) {
   fl_part *p = &c->parts[part];
   uint64_t *hist = calloc(FL_AGE_BUCKETS, sizeof *hist);
@@ -42,24 +64,11 @@ static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, u
   uint32_t now = (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED);
   fl_status st = fl_maint_age_histogram(c, p, kind, now, hist);
   if (st == FL_OK) {
-    /* Oldest buckets first: all of buckets above b, `quota` of bucket b. */
-    uint64_t taken = 0;
-    uint32_t b = FL_AGE_BUCKETS - 1;
-    for (;; b--) {
-      if (taken + hist[b] >= want || b == 0) break;
-      taken += hist[b];
-    }
-    uint64_t quota = want > taken ? want - taken : 0, n = 0;
+    uint32_t b;
+    uint64_t quota, n = 0;
+    fl_evict_pick(hist, want, &b, &quota);
     st = fl_maint_evict(c, p, kind, now, b, quota, locs, &n);
-    if (st == FL_OK && n && kind == FL_ENTRY_DRAM) {
-      p->dram_entries -= n < p->dram_entries ? n : p->dram_entries;
-    } else if (st == FL_OK && n) {
-      p->entries -= n < p->entries ? n : p->entries;
-      atomic_fetch_add(&c->evictions, n);
-      if (fl_reclaim_retire(&c->reclaim, locs, n, part) != 0)
-        st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
-                     (unsigned long long)n);
-    }
+    if (st == FL_OK) st = fl_cache_retire_evicted(c, part, kind, locs, n);
   }
   free(hist);
   free(locs);
@@ -91,25 +100,31 @@ fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part) {
   return evict_coldest(c, part, FL_ENTRY_DRAM, p->dram_entries - limit);
 }
 
-fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
-  fl_part *p = &c->parts[part];
-  fl_cache_collect(c);
-  fl_status st = fl_cache_trim_unified(c, part);
-  if (st != FL_OK) return st;
+uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
+  const fl_part *p = &c->parts[part];
   /* The vectors' capacity: the pool less what unified entries take. */
   double cap = (double)p->pool.bytes - unified_reserve(c, part);
   double high = c->cfg.high_watermark * cap;
   /* Use: vectors live or awaiting reclamation; free slots on the CUDA
    * reservoirs are not. */
   double used = (double)(p->pool.used_bytes - p->reserved_bytes);
-  if (p->entries == 0 || (!starved && used <= high)) return FL_OK;
+  if (p->entries == 0 || (!starved && used <= high)) return 0;
   /* Entries to evict: bring use to the low watermark, counting the average
    * slot of this part; a starved class (no slot, no free page) below the
    * watermark still frees the same share of the pool so whole pages empty. */
   double low = c->cfg.low_watermark * cap;
-  double avg = used / (double)(p->entries ? p->entries : 1);
+  double avg = used / (double)p->entries;
   double excess = used - low;
   double floor = (1.0 - c->cfg.low_watermark) * used;
   if (excess < floor) excess = floor;
-  return evict_coldest(c, part, FL_ENTRY_CACHED, (uint64_t)(excess / avg) + 1);
+  uint64_t want = (uint64_t)(excess / avg) + 1;
+  return want < p->entries ? want : p->entries;
+}
+
+fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
+  fl_cache_collect(c);
+  fl_status st = fl_cache_trim_unified(c, part);
+  if (st != FL_OK) return st;
+  uint64_t want = fl_cache_evict_want(c, part, starved);
+  return want ? evict_coldest(c, part, FL_ENTRY_CACHED, want) : FL_OK;
 }

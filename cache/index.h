@@ -228,10 +228,13 @@ FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
 }
 
 /* Age bucket of a slot for the eviction histogram: batches since last use,
- * clamped; the scan evicts the oldest buckets first. */
+ * clamped; the scan evicts the oldest buckets first. A timestamp after
+ * `now` (a query that began after the scan read the clock touched it) is
+ * the youngest, not 2^32 - 1 batches old: the scans run beside queries. */
 #define FL_AGE_BUCKETS 1024u
 FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
-  uint32_t age = now - ts; /* wraps correctly for counters 2^32 apart */
+  uint32_t age = now - ts; /* wraps correctly for counters 2^31 apart */
+  if (age >= 0x80000000u) return 0;
   return age < FL_AGE_BUCKETS - 1u ? age : FL_AGE_BUCKETS - 1u;
 }
 

@@ -1,10 +1,13 @@
 // maint_kernels.cu: CUDA kernels for index maintenance (reset, age histogram,
-// eviction, erase; admission rounds are in fusion/admit_kernels.cu). All run
+// eviction, erase, and a round's eviction; the rest of an admission round is
+// in fusion/admit_kernels.cu). All run
 // on the cache's maintenance stream, one at a time, so index writers never
 // race on a key (see index.h).
 #include "cache/maint_kernels.h"
 
 #include <cuda_runtime.h>
+
+#include "cache/evict_pick.h"
 
 namespace {
 
@@ -22,8 +25,9 @@ __global__ void reset_kernel(fl_index_view v) {
     fl_index_clear_slot(&v, i);
 }
 
-__global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now,
-                                 unsigned long long *hist) {
+// Adds the ages of the entries of `kind` to hist.
+__device__ void count_ages(fl_index_view v, fl_entry_kind kind, uint32_t now,
+                           unsigned long long *hist) {
   __shared__ unsigned int local[FL_AGE_BUCKETS];
   for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x) local[b] = 0;
   __syncthreads();
@@ -35,17 +39,31 @@ __global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t n
     if (local[b]) atomicAdd(&hist[b], (unsigned long long)local[b]);
 }
 
-__global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b, uint64_t quota,
-                             uint64_t *locs, unsigned long long *counters) {
+// Tombstones the picked entries of `kind` (evict_pick.h): those older than
+// bucket b, and `quota` of bucket b, claimed through *in_b. At most cap are
+// taken, each claiming its place in locs through *taken before its erase,
+// so that no slab is removed without a place to go.
+__device__ void evict_picked(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
+                             uint64_t quota, unsigned long long *in_b,
+                             unsigned long long *taken, uint64_t *locs, uint64_t cap) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (!fl_index_is_kind(&v, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
-    if (bucket < b) continue;
-    if (bucket == b && atomicAdd(&counters[1], 1ull) >= quota) continue;
-    uint64_t l = fl_index_erase_slot(&v, i);
-    if (l != FL_LOC_NONE) locs[atomicAdd(&counters[0], 1ull)] = l;
+    if (bucket < b || (bucket == b && atomicAdd(in_b, 1ull) >= quota)) continue;
+    unsigned long long t = atomicAdd(taken, 1ull);
+    if (t < cap) locs[t] = fl_index_erase_slot(&v, i);
   }
+}
+
+__global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now,
+                                 unsigned long long *hist) {
+  count_ages(v, kind, now, hist);
+}
+
+__global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b, uint64_t quota,
+                             uint64_t *locs, unsigned long long *counters) {
+  evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots);
 }
 
 __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs) {
@@ -54,7 +72,49 @@ __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, 
     locs[i] = fl_index_erase(&v, keys[i]);
 }
 
+// A round's eviction: the histogram, the pick, the evict, with no host in
+// between. Each reads `want` and stops at once when it is 0, the common
+// case below the high watermark.
+__global__ void round_histogram(fl_index_view v, const fl_evict_in *in, fl_evict_dev d) {
+  if (in->want) count_ages(v, FL_ENTRY_CACHED, in->now, d.hist);
+}
+
+// One block: the bucket walk is sequential and at most FL_AGE_BUCKETS long.
+// Leaves the histogram zero for the next round.
+__global__ void round_pick(const fl_evict_in *in, fl_evict_dev d) {
+  if (in->want == 0) return;
+  if (threadIdx.x == 0) {
+    uint32_t b;
+    uint64_t quota;
+    fl_evict_pick((const uint64_t *)d.hist, in->want, &b, &quota);
+    d.pick[0] = b, d.pick[1] = quota, d.pick[2] = 0;
+  }
+  __syncthreads();
+  for (unsigned b = threadIdx.x; b < FL_AGE_BUCKETS; b += blockDim.x) d.hist[b] = 0;
+}
+
+// Hits since the histogram only make entries younger (fl_index_age_bucket),
+// so the picked entries are at most `want`.
+__global__ void round_evict(fl_index_view v, const fl_evict_in *in, fl_evict_dev d) {
+  if (in->want)
+    evict_picked(v, FL_ENTRY_CACHED, in->now, (uint32_t)d.pick[0], d.pick[1], &d.pick[2], d.taken,
+                 in->locs, in->want);
+}
+
 }  // namespace
+
+extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
+                                     fl_evict_dev d) {
+  void *params[] = {&v, &in, &d};
+  cudaError_t e = fl_launch_kernel(to, (const void *)round_histogram, grid_for(v.slots), kThreads,
+                                   0, params);
+  void *pick_params[] = {&in, &d};
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(to, (const void *)round_pick, 1, kThreads, 0, pick_params);
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(to, (const void *)round_evict, grid_for(v.slots), kThreads, 0, params);
+  return (int)e;
+}
 
 extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
   reset_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v);

@@ -4,6 +4,7 @@
 #define FL_CACHE_MAINT_KERNELS_H
 
 #include "cache/index.h"
+#include "common/launch_to.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,12 +15,36 @@ int fl_launch_index_reset(fl_index_view v, void *stream);
  * launcher. */
 int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
                             unsigned long long *hist, void *stream);
-/* counters[0] = entries written to locs, counters[1] = quota used in bucket b;
- * zeroed by the launcher. */
+/* counters[0] = entries taken, their slabs written to locs (capacity
+ * v.slots) in claim order, counters[1] = quota claims in bucket b; zeroed by
+ * the launcher. */
 int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
                     uint64_t quota, uint64_t *locs, unsigned long long *counters, void *stream);
 int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                     void *stream);
+
+/* An admission round's eviction (cache/admit_round.h), read by its kernels
+ * from the round's input block. */
+typedef struct fl_evict_in {
+  uint64_t want;  /* cached entries to evict, the coldest first (0: none) */
+  uint64_t *locs; /* pinned host memory, mapped: their slab addresses, room for want */
+  uint32_t now;   /* batch counter: an entry's age is now - its timestamp */
+  uint32_t pad_;
+} fl_evict_in;
+
+/* The device state an eviction works in, zero between rounds. */
+typedef struct fl_evict_dev {
+  unsigned long long *hist;  /* FL_AGE_BUCKETS counters (the pick zeroes them) */
+  unsigned long long *pick;  /* the picked bucket, its quota, claims of that quota */
+  unsigned long long *taken; /* entries claimed, zero before the round: the index into
+                                locs, which may pass want (those past it are not taken) */
+} fl_evict_dev;
+
+/* Adds the eviction to `to` (a round's graph): the age histogram of cached
+ * entries, the pick (evict_pick.h), and the tombstoning of the picked
+ * entries, their slabs written to in->locs. Does nothing when want is 0. */
+int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
+                          fl_evict_dev d);
 
 #ifdef __cplusplus
 }

@@ -312,6 +312,33 @@ TEST_P(CacheTest, EvictionChurnAcrossManyPages) {
   EXPECT_LE(s.pool_bytes_used, s.pool_bytes);
 }
 
+// Churn far beyond the pool: every evicted slab comes back. Admissions go on
+// at their pace to the end (a leak would exhaust the pool), and the counts
+// agree: what is in the index is what was admitted and not evicted.
+TEST_P(CacheTest, ChurnRecyclesEverySlab) {
+  fl::Cache c = MakeCache(Config(1 << 20));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(5);
+  uint64_t admitted_before_last = 0;
+  for (int batch = 0; batch < 80; batch++) {
+    if (batch == 70) {
+      FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+      admitted_before_last = Stats(c.get()).admissions;
+    }
+    QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, false);
+    if (HasFatalFailure()) return;
+  }
+  FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.admissions, 3 * s.index_entries) << "too little churn to show a leak";
+  // The last 10 batches admit at least half their share of the 80: a leak
+  // leaves only the free pages' crumbs (a tenth of it, checked).
+  EXPECT_GE(8 * (s.admissions - admitted_before_last), s.admissions / 2)
+      << "admission dwindled: slabs leaked?";
+  EXPECT_EQ(s.index_entries, s.admissions - s.evictions - s.invalidations);
+  EXPECT_LE(s.pool_bytes_used, s.pool_bytes);
+}
+
 // Every batch size from one key to a million, one table left empty, with
 // duplicates, misses and evictions: the oracle holds at each size.
 TEST_P(CacheTest, BatchSizesFromOneKeyToAMillion) {

@@ -1,0 +1,75 @@
+// evict_pick_test.cc: the eviction's pick and the age buckets it reads
+// (cache/evict_pick.h, cache/index.h), the FL_HD logic that the host scan
+// and a CUDA round's kernels share.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+extern "C" {
+#include "cache/evict_pick.h"
+}
+
+namespace {
+
+struct Pick {
+  uint32_t bucket;
+  uint64_t quota;
+};
+
+Pick PickFrom(const std::vector<uint64_t> &hist, uint64_t want) {
+  Pick p{};
+  fl_evict_pick(hist.data(), want, &p.bucket, &p.quota);
+  return p;
+}
+
+TEST(EvictPick, OldestBucketsFirstThenAQuotaOfTheNext) {
+  std::vector<uint64_t> hist(FL_AGE_BUCKETS, 0);
+  hist[0] = 100, hist[3] = 10, hist[7] = 5, hist[FL_AGE_BUCKETS - 1] = 2;
+  Pick p = PickFrom(hist, 2);  // exactly the clamped oldest bucket
+  EXPECT_EQ(p.bucket, FL_AGE_BUCKETS - 1);
+  EXPECT_EQ(p.quota, 2u);
+  p = PickFrom(hist, 9);  // 2 + 5 = 7 taken whole, 2 more of bucket 3
+  EXPECT_EQ(p.bucket, 3u);
+  EXPECT_EQ(p.quota, 2u);
+  p = PickFrom(hist, 7);  // buckets 1023 and 7 whole
+  EXPECT_EQ(p.bucket, 7u);
+  EXPECT_EQ(p.quota, 5u);
+  p = PickFrom(hist, 50);  // into the youngest bucket
+  EXPECT_EQ(p.bucket, 0u);
+  EXPECT_EQ(p.quota, 33u);
+}
+
+TEST(EvictPick, WantingMoreThanThereIsTakesEverything) {
+  std::vector<uint64_t> hist(FL_AGE_BUCKETS, 0);
+  hist[0] = 4, hist[1] = 6;
+  Pick p = PickFrom(hist, 1000);
+  EXPECT_EQ(p.bucket, 0u);
+  EXPECT_GE(p.quota, 4u);  // all of bucket 0 (the quota may exceed it)
+}
+
+TEST(EvictPick, WantingNothingTakesNothing) {
+  std::vector<uint64_t> hist(FL_AGE_BUCKETS, 3);
+  Pick p = PickFrom(hist, 0);
+  EXPECT_EQ(p.bucket, FL_AGE_BUCKETS - 1);
+  EXPECT_EQ(p.quota, 0u);
+}
+
+TEST(AgeBucket, BatchesSinceLastUseClamped) {
+  EXPECT_EQ(fl_index_age_bucket(10, 10), 0u);
+  EXPECT_EQ(fl_index_age_bucket(10, 3), 7u);
+  EXPECT_EQ(fl_index_age_bucket(5000, 3), FL_AGE_BUCKETS - 1);
+  // Across the counter's wrap.
+  EXPECT_EQ(fl_index_age_bucket(2, 0xfffffffeu), 4u);
+}
+
+// A scan reads the clock, then queries that began later touch entries with
+// newer timestamps. Those entries are the youngest, not the oldest (they
+// were evicted first when the age wrapped to 2^32 - 1).
+TEST(AgeBucket, TouchedAfterTheScanReadTheClockIsYoungest) {
+  EXPECT_EQ(fl_index_age_bucket(100, 101), 0u);
+  EXPECT_EQ(fl_index_age_bucket(100, 164), 0u);
+  EXPECT_EQ(fl_index_age_bucket(0xffffffffu, 3), 0u);  // newer, past the wrap
+}
+
+}  // namespace
