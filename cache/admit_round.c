@@ -198,7 +198,7 @@ static fl_status apply_status(fl_cache *c, uint32_t part) {
   uint64_t evicted = count[FL_ROUND_EVICTED];
   if (evicted > r->evict_want) evicted = r->evict_want;
   r->evict_want = 0;
-  return fl_cache_retire_evicted(c, part, FL_ENTRY_CACHED, r->evict_locs, evicted);
+  return fl_cache_retire_removed(c, part, FL_ENTRY_CACHED, r->evict_locs, evicted, 1);
 }
 
 /* Grows class k's reservoir and return list to hold `want` slots (the

@@ -370,11 +370,7 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
   fl_status st = fl_maint_evict(c, part, FL_ENTRY_DRAM, now, 0, ~0ull, locs, &n);
   if (st == FL_OK) part->dram_entries = 0;
   if (st == FL_OK) st = fl_maint_evict(c, part, FL_ENTRY_CACHED, now, 0, ~0ull, locs, &n);
-  if (st == FL_OK && n) {
-    part->entries -= n < part->entries ? n : part->entries;
-    if (fl_reclaim_retire(&c->reclaim, locs, n, p) != 0)
-      st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring slabs");
-  }
+  if (st == FL_OK) st = fl_cache_retire_removed(c, p, FL_ENTRY_CACHED, locs, n, 0);
   free(locs);
   return st;
 }

@@ -120,9 +120,9 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);
 /* Accounts for entries of `kind` just removed from part p's index (the
  * removal complete), their locations in locs (FL_LOC_NONE skipped; locs is
- * reordered): counts, and slabs to reclamation. */
-fl_status fl_cache_retire_evicted(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
-                                  uint64_t n);
+ * reordered): counts, statistics when `evicted`, and slabs to reclamation. */
+fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
+                                  uint64_t n, int evicted);
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
 /* Applies finished CUDA admission rounds to the counts; wait = 1 waits for

@@ -5,7 +5,7 @@
  * watermark. Their slabs return to the pool through batch-based reclamation
  * (reclaim.h). The host backend scans here; a CUDA admission round runs the
  * same steps in its graph (cache/admit_round.h) and hands its evicted slabs
- * to fl_cache_retire_evicted when it settles. */
+ * to fl_cache_retire_removed when it settles. */
 #include <stdlib.h>
 
 #include "cache/admit_round.h"
@@ -31,8 +31,8 @@ void fl_cache_collect(fl_cache *c) {
     for (uint32_t p = 0; p < c->n_parts; p++) fl_pool_compact(&c->parts[p].pool);
 }
 
-fl_status fl_cache_retire_evicted(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
-                                  uint64_t n) {
+fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind, uint64_t *locs,
+                                  uint64_t n, int evicted) {
   fl_part *p = &c->parts[part];
   uint64_t k = 0;
   for (uint64_t i = 0; i < n; i++)
@@ -44,7 +44,7 @@ fl_status fl_cache_retire_evicted(fl_cache *c, uint32_t part, fl_entry_kind kind
     return FL_OK;
   }
   p->entries -= k < p->entries ? k : p->entries;
-  atomic_fetch_add(&c->evictions, k);
+  if (evicted) atomic_fetch_add(&c->evictions, k);
   if (fl_reclaim_retire(&c->reclaim, locs, k, part) != 0)
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
                    (unsigned long long)k);
@@ -68,7 +68,7 @@ static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, u
     uint64_t quota, n = 0;
     fl_evict_pick(hist, want, &b, &quota);
     st = fl_maint_evict(c, p, kind, now, b, quota, locs, &n);
-    if (st == FL_OK) st = fl_cache_retire_evicted(c, part, kind, locs, n);
+    if (st == FL_OK) st = fl_cache_retire_removed(c, part, kind, locs, n, 1);
   }
   free(hist);
   free(locs);
