@@ -14,6 +14,7 @@
 #include "cache/cuda_state.h"
 #include "cache/maint_kernels.h"
 #include "common/cuda_check.h"
+#include "common/fault.h"
 
 static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
 
@@ -55,7 +56,8 @@ static fl_status io_alloc(fl_cache *c, const void *err, fl_admit_round *r, uint6
   io_layout_of(n, c->n_tables, fill_cap, &l);
   void *io_d = NULL;
   uint8_t *io_h = NULL;
-  cudaError_t e = cudaMalloc(&io_d, l.total);
+  cudaError_t e = fl_fault_hit(FL_FAULT_ROUND_BLOCK) ? cudaErrorMemoryAllocation
+                                                     : cudaMalloc(&io_d, l.total);
   if (e == cudaSuccess) e = cudaMallocHost((void **)&io_h, l.total);
   if (e != cudaSuccess) {
     cudaFree(io_d);
@@ -158,15 +160,18 @@ void fl_round_wait(fl_cache *c, uint32_t part) {
 
 static fl_status apply_status(fl_cache *c, uint32_t part);
 
+fl_status fl_round_report(fl_cache *c, uint32_t part) {
+  fl_admit_round *r = c->parts[part].round;
+  if (!r || r->failed == FL_OK) return FL_OK;
+  fl_status st = r->failed;
+  r->failed = FL_OK;
+  return fl_fail(c, st, "an earlier batch's admission round (part %u) could not be launched: %s",
+                 part, r->failed_msg);
+}
+
 fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
-  if (r && r->failed != FL_OK) {
-    fl_status st = r->failed;
-    r->failed = FL_OK;
-    return fl_fail(c, st, "an earlier batch's admission round (part %u) could not be launched: %s",
-                   part, r->failed_msg);
-  }
   if (!r || !r->event) return FL_OK;
   if (!wait && !fl_cuda_event_done(c, r->event)) return FL_OK;
   cudaError_t e = cudaEventSynchronize((cudaEvent_t)r->event);
@@ -370,7 +375,8 @@ static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernel
   if (e == cudaSuccess)
     e = fl_launch_copy(to, r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
                        cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (e == cudaSuccess)
+    e = fl_fault_hit(FL_FAULT_ROUND_GRAPH) ? cudaErrorInvalidValue : cudaGraphInstantiate(&exec, g, 0);
   if (g) cudaGraphDestroy(g);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -406,7 +412,9 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
   }
   cudaStream_t ms = maint(c);
   cudaError_t e = cudaStreamWaitEvent(ms, (cudaEvent_t)after, 0);
-  if (e == cudaSuccess) e = cudaGraphLaunch((cudaGraphExec_t)r->graph, ms);
+  if (e == cudaSuccess)
+    e = fl_fault_hit(FL_FAULT_ROUND_LAUNCH) ? cudaErrorInvalidValue
+                                            : cudaGraphLaunch((cudaGraphExec_t)r->graph, ms);
   if (e != cudaSuccess) {
     fl_cuda_event_release(c, ev);
     unfill(c, part);

@@ -110,10 +110,15 @@ typedef struct fl_admit_round {
 fl_status fl_round_create(struct fl_cache *c, uint32_t part);
 void fl_round_destroy(struct fl_cache *c, uint32_t part);
 /* Applies the finished round's status to the part's counts (entries,
- * pointers, admissions, reservoirs). wait = 0: only if it is already over.
- * Reports a round that failed, or whose launch failed (fl_round_failed),
- * once. */
+ * pointers, admissions, reservoirs, evicted slabs). wait = 0: only if it is
+ * already over. Fails when the round failed on the device. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
+/* Reports, once, the failure of a round that could not be prepared or
+ * launched after its query returned (fl_round_failed). Only calls that
+ * answer to a user report it: a round's own prepare does not, or every
+ * later round would fail on its predecessor's failure and admission would
+ * stop. */
+fl_status fl_round_report(struct fl_cache *c, uint32_t part);
 /* Waits, without the cache lock, until the part's round in flight (if any)
  * is over, so that fl_round_prepare's settle finds it done and the lock is
  * not held across the wait: queries take that lock too. Takes the lock

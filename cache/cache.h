@@ -126,8 +126,10 @@ fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
 /* Applies finished CUDA admission rounds to the counts; wait = 1 waits for
- * the rounds in flight. A no-op on the host backend. */
-fl_status fl_cache_settle(fl_cache *c, int wait);
+ * the rounds in flight; report = 1 also reports rounds that could not be
+ * launched (fl_round_report). Settles every part; returns the first
+ * failure. A no-op on the host backend. */
+fl_status fl_cache_settle(fl_cache *c, int wait, int report);
 /* Part p's share of cfg.unified_entries. */
 uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part);
 /* Drops the coldest unified entries of part p above its share. */

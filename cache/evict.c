@@ -19,9 +19,13 @@ static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
   fl_pool_free(&c->parts[part].pool, loc);
 }
 
-fl_status fl_cache_settle(fl_cache *c, int wait) {
+fl_status fl_cache_settle(fl_cache *c, int wait, int report) {
   fl_status st = FL_OK;
-  for (uint32_t p = 0; p < c->n_parts && st == FL_OK; p++) st = fl_round_settle(c, p, wait);
+  for (uint32_t p = 0; p < c->n_parts; p++) {
+    fl_status s = fl_round_settle(c, p, wait);
+    if (s == FL_OK && report) s = fl_round_report(c, p);
+    if (st == FL_OK) st = s;
+  }
   return st;
 }
 

@@ -1,0 +1,30 @@
+/* fault.h: fault injection at named points of failure paths that no real
+ * test can provoke (a device allocation or a graph's instantiation failing
+ * on a healthy GPU). A test arms a point; the point's next pass, after
+ * `skip` passes, fails as if the call it guards had. Unarmed, a pass costs
+ * one relaxed atomic load. */
+#ifndef FL_COMMON_FAULT_H
+#define FL_COMMON_FAULT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fl_fault_point {
+  FL_FAULT_ROUND_BLOCK = 0,  /* an admission round's input block allocation (admit_round.c) */
+  FL_FAULT_ROUND_GRAPH = 1,  /* instantiating a round's graph */
+  FL_FAULT_ROUND_LAUNCH = 2, /* launching a round's graph */
+  FL_FAULT_POINTS = 3
+} fl_fault_point;
+
+/* The pass of `point` after the next `skip` fails, once. */
+void fl_fault_arm(fl_fault_point point, unsigned skip);
+/* Disarms every point. */
+void fl_fault_clear(void);
+/* 1 when this pass through `point` must fail. */
+int fl_fault_hit(fl_fault_point point);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
