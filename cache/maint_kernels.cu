@@ -105,14 +105,17 @@ __global__ void round_evict(fl_index_view v, const fl_evict_in *in, fl_evict_dev
 
 extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
                                      fl_evict_dev d) {
+  // Every round runs these, most with nothing to evict: a grid of a few
+  // blocks per SM (grid-stride loops) costs the queries beside it little
+  // when the kernels return at once, and still streams the index when not.
+  unsigned grid = grid_for(v.slots) < 132u * 8 ? grid_for(v.slots) : 132u * 8;
   void *params[] = {&v, &in, &d};
-  cudaError_t e = fl_launch_kernel(to, (const void *)round_histogram, grid_for(v.slots), kThreads,
-                                   0, params);
+  cudaError_t e = fl_launch_kernel(to, (const void *)round_histogram, grid, kThreads, 0, params);
   void *pick_params[] = {&in, &d};
   if (e == cudaSuccess)
     e = fl_launch_kernel(to, (const void *)round_pick, 1, kThreads, 0, pick_params);
   if (e == cudaSuccess)
-    e = fl_launch_kernel(to, (const void *)round_evict, grid_for(v.slots), kThreads, 0, params);
+    e = fl_launch_kernel(to, (const void *)round_evict, grid, kThreads, 0, params);
   return (int)e;
 }
 

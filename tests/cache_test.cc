@@ -361,10 +361,11 @@ TEST_P(CacheTest, FailedRoundIsReportedOnceAndAdmissionGoesOn) {
     fl::Cache c = MakeCache(Config(4 << 20, 1.0));
     ASSERT_NE(c, nullptr);
     std::mt19937_64 rng(3);
-    // Enough distinct misses (over 4096) that the first round's input block
-    // grows, so every point is passed in that round.
+    // Enough distinct misses (over 4096 in a part: the wide table's alone in
+    // the per-table layout) that the first round's input block grows, so
+    // every point is passed in that round.
     fl_fault_arm(k.point, 0);
-    QueryAndCheck(c.get(), Ids(rng, 5000), nullptr, false);
+    QueryAndCheck(c.get(), Ids(rng, 20000), nullptr, false);
     fl_status st = fl_cache_sync(c.get());
     fl_fault_clear();
     if (HasFatalFailure()) return;
@@ -374,8 +375,9 @@ TEST_P(CacheTest, FailedRoundIsReportedOnceAndAdmissionGoesOn) {
     EXPECT_NE(msg.find(k.says), std::string::npos) << msg;
     EXPECT_EQ(fl_cache_sync(c.get()), FL_OK) << "reported twice: " << fl_cache_last_error(c.get());
     fl_cache_stats s = Stats(c.get());
-    EXPECT_EQ(s.admissions, 0u);
-    EXPECT_EQ(s.index_entries, 0u);
+    // The flat layout's one round failed; per table, the other parts' did not.
+    if (GetParam().layout == FL_LAYOUT_FLAT) EXPECT_EQ(s.admissions, 0u);
+    EXPECT_EQ(s.index_entries, s.admissions);
     for (int batch = 0; batch < 6; batch++) {
       QueryAndCheck(c.get(), Ids(rng, 2000), nullptr, batch & 1);
       if (HasFatalFailure()) return;
