@@ -51,6 +51,7 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     int found;
     if (j->skip_local) {
       found = 0;
+      if (q->refs_out) q->refs_out[i] = 0;
     } else if (refs) {
       if (i + FL_GATHER_AHEAD < e)
         fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], refs[i + FL_GATHER_AHEAD]);
@@ -58,7 +59,7 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     } else {
       if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
       if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
-      found = fl_table_read(t, q->ids[i], out + i * rb);
+      found = fl_table_read(t, q->ids[i], out + i * rb, q->refs_out ? &q->refs_out[i] : NULL);
     }
     if (found) continue;
     if (j->absent) {
@@ -234,13 +235,14 @@ fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, ui
 /* fl_store_gather and fl_store_gather_watched. */
 static fl_status gather_queries(fl_store *s, const char *call, const fl_table_query *queries,
                                 uint32_t n_queries, fl_missing policy, uint64_t *missing,
-                                const fl_gather_watch *watch) {
+                                const fl_gather_watch *watch, uint64_t *const *refs_out) {
   fl_gather_part *parts;
   fl_status st = fl_gather_start(s, call, queries, n_queries, policy, &parts);
   if (st != FL_OK) return st;
   for (uint32_t i = 0; i < n_queries && st == FL_OK; i++) {
     const fl_table_query *q = &queries[i];
     st = fl_gather_part_init(s, call, i, q->table, q->ids, q->n, q->out, &parts[i]);
+    if (st == FL_OK && refs_out) parts[i].refs_out = refs_out[i];
   }
   if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, watch);
   free(parts);
@@ -249,12 +251,13 @@ static fl_status gather_queries(fl_store *s, const char *call, const fl_table_qu
 
 fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                           fl_missing policy, uint64_t *missing) {
-  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, missing, NULL);
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, missing, NULL, NULL);
 }
 
 fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
-                                  fl_missing policy, const fl_gather_watch *watch) {
-  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch);
+                                  fl_missing policy, const fl_gather_watch *watch,
+                                  uint64_t *const *refs_out) {
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch, refs_out);
 }
 
 void fl_store_expect_gather(fl_store *s, uint64_t ns) { fl_workers_wake(s->workers, ns); }

@@ -74,6 +74,7 @@ typedef struct fl_gather_part {
   fl_table *t;           /* the table */
   const uint64_t *ids;   /* n ids */
   const uint64_t *refs;  /* NULL: look the ids up; else their references (fl_table_read_ref) */
+  uint64_t *refs_out;    /* looked up: NULL, or where the rows' references go (fl_table_ref's) */
   size_t n;              /* rows */
   unsigned char *out;    /* n rows of t->row_bytes */
 } fl_gather_part;

@@ -76,9 +76,13 @@ typedef struct fl_gather_watch {
 
 /* fl_store_gather (missing counts not returned) telling `watch` (optional)
  * as rows land: the calling thread watches while the store's workers gather.
- * A cluster store tells it once, at the end. No call after a failure. */
+ * A cluster store tells it once, at the end. No call after a failure.
+ * refs_out (optional): per query, NULL or where its rows' references go
+ * (fl_store_refs's, 0 for a row not found locally), from the lookups the
+ * gather makes anyway. */
 fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
-                                  fl_missing policy, const fl_gather_watch *watch);
+                                  fl_missing policy, const fl_gather_watch *watch,
+                                  uint64_t *const *refs_out);
 
 /* Zero-copy reads: a GPU reads dense tables' rows in place, under the row
  * seqlocks (seq_stripe.h), once that memory is registered for device access.

@@ -129,10 +129,13 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
 }
 
 /* Reader: copies id's vector into out; 1 when found, 0 when a hashed table
- * lacks it (out untouched). Dense ids must be in range. Callers are inside a
- * grace section (fl_grace_enter). */
-static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
+ * lacks it (out untouched). Dense ids must be in range. ref (optional) gets
+ * the row's reference, as fl_table_ref gives it (0 when not found): the
+ * lookup is done anyway. Callers are inside a grace section
+ * (fl_grace_enter). */
+static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *ref) {
   if (t->dense) {
+    if (ref) *ref = (uint64_t)(uintptr_t)(t->dense + id * t->row_bytes);
     const unsigned char *src = t->dense + id * t->row_bytes;
     _Atomic uint32_t *s = fl_seq_of(&t->env->seq, t->id, id);
     uint32_t v;
@@ -144,9 +147,16 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out) {
   }
   for (;;) {
     uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
-    if (r == FL_HROW_EMPTY) return 0;
+    if (r == FL_HROW_EMPTY) {
+      if (ref) *ref = 0;
+      return 0;
+    }
     /* A stale slot (the id was removed, the slot reused): look again. */
-    if (fl_table_read_slot(t, fl_rows_slot(&t->slots, r), id, out)) return 1;
+    fl_row_head *h = fl_rows_slot(&t->slots, r);
+    if (fl_table_read_slot(t, h, id, out)) {
+      if (ref) *ref = (uint64_t)(uintptr_t)(h + 1);
+      return 1;
+    }
   }
 }
 
@@ -189,7 +199,7 @@ static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref)
  * belong to their id, so the id is read directly. */
 static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out) {
   if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), id, out)) return 1;
-  return fl_table_read(t, id, out);
+  return fl_table_read(t, id, out, NULL);
 }
 
 #endif

@@ -64,18 +64,21 @@ void fl_misses_generations(const fl_cache *c, uint64_t *gen) {
 }
 
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
-                          const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
-                          const void *const *in_place, fl_staged_fn staged, void *ctx) {
+                          uint64_t *refs, int want_refs, uint8_t *staging,
+                          const uint64_t *stage_base, const void *const *in_place,
+                          fl_staged_fn staged, void *ctx) {
   fl_cache *c = b->c;
   uint64_t cpu0 = fl_thread_cpu_ns();
   uint32_t na = b->n_args ? b->n_args : 1;
   fl_table_query *q = malloc(na * sizeof *q);
   fl_ref_query *rq = malloc(na * sizeof *rq);
   uint32_t *row_bytes = malloc(na * sizeof *row_bytes);
-  if (!q || !rq || !row_bytes) {
+  uint64_t **refs_out = malloc(na * sizeof *refs_out);
+  if (!q || !rq || !row_bytes || !refs_out) {
     free(q);
     free(rq);
     free(row_bytes);
+    free(refs_out);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   /* Per arg: its misses by id (the bottom of its uid range), then its
@@ -88,8 +91,10 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
     uint8_t *out = staging + stage_base[a];
     /* Misses read in place keep their staging rows, unfetched here. */
     uint32_t fetch = in_place && in_place[g->table] ? 0 : miss;
-    if (fetch)
-      row_bytes[nq] = g->vec_bytes, q[nq++] = (fl_table_query){g->table, ids + g->key_offset, fetch, out};
+    if (fetch) {
+      row_bytes[nq] = g->vec_bytes, refs_out[nq] = refs + g->key_offset;
+      q[nq++] = (fl_table_query){g->table, ids + g->key_offset, fetch, out};
+    }
     uint64_t top = g->key_offset + g->n - ptr;
     if (ptr)
       rq[nr++] = (fl_ref_query){g->table, ids + top, refs + top, ptr,
@@ -105,7 +110,9 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
   fl_gather_watch watch = {feed_rows, &feed};
   uint64_t t0 = fl_now_ns(), cpu1 = fl_thread_cpu_ns();
   fl_status st = FL_OK;
-  if (nq) st = fl_store_gather_watched(c->store, q, nq, c->cfg.missing, staged && !nr ? &watch : NULL);
+  if (nq)
+    st = fl_store_gather_watched(c->store, q, nq, c->cfg.missing, staged && !nr ? &watch : NULL,
+                                 want_refs ? refs_out : NULL);
   if (st == FL_OK && nr) st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL);
   uint64_t cpu2 = fl_thread_cpu_ns();
   atomic_fetch_add(&c->ns_store_gather, fl_now_ns() - t0);
@@ -119,15 +126,16 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
   free(q);
   free(rq);
   free(row_bytes);
+  free(refs_out);
   return st;
 }
 
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
-                         uint64_t *refs) {
+                         uint64_t *refs, const void *const *in_place) {
   for (uint32_t a = 0; a < b->n_args; a++) {
     const fl_batch_arg *g = &b->args[a];
     uint32_t miss = per_arg[FL_MISS_COUNTERS * a];
-    if (!miss) continue;
+    if (!miss || !in_place[g->table]) continue;
     fl_status st = fl_store_refs(b->c->store, g->table, ids + g->key_offset, miss,
                                  refs + g->key_offset);
     if (st != FL_OK) return fl_fail(b->c, st, "%s", fl_store_last_error(b->c->store));

@@ -54,14 +54,18 @@ void fl_misses_generations(const fl_cache *c, uint64_t *gen);
  * per table): non-NULL when the table's misses are not the host's to fetch
  * (the GPU reads them in place, fusion/zero_copy.h). staged (optional) is told of
  * the staging's stretches as they fill (while the gather runs when every row
- * comes by id); its failure fails the fetch with its status. */
+ * comes by id); its failure fails the fetch with its status. want_refs: the
+ * misses fetched by id also get their store references at their uids in
+ * refs (0 when the store lacks the id), for the pointers a unified index
+ * may take, from the lookups the gather makes anyway. */
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
-                          const uint64_t *refs, uint8_t *staging, const uint64_t *stage_base,
-                          const void *const *in_place, fl_staged_fn staged, void *ctx);
-/* Store references of the unique misses (refs at their uids; 0 when the
- * store lacks the id), for the pointers a unified index may take. */
+                          uint64_t *refs, int want_refs, uint8_t *staging,
+                          const uint64_t *stage_base, const void *const *in_place,
+                          fl_staged_fn staged, void *ctx);
+/* Store references of the unique misses of the tables read in place (not
+ * fetched by fl_misses_fetch), at their uids in refs. */
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
-                         uint64_t *refs);
+                         uint64_t *refs, const void *const *in_place);
 /* Adds to need[cls] the reservoir slots a round may take per slab class. */
 void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
 /* skip[t] = 1 for the tables changed in the store since gen was read. */

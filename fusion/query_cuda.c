@@ -671,11 +671,11 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), in_place,
                      stage_base, per_arg};
     uint64_t cpu1 = fl_thread_cpu_ns();
-    if (want_refs) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs);
+    if (want_refs && in_place) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs, in_place);
     uint64_t host_rows = rows - (in_place ? zc_rows : 0);
     atomic_store_explicit(&c->gathered_last, host_rows != 0, memory_order_relaxed);
     if (st == FL_OK && host_rows)
-      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, staging, stage_base, in_place,
+      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, want_refs, staging, stage_base, in_place,
                            upload_stretch, &up);
     uint64_t cpu2 = fl_thread_cpu_ns();
     if (st == FL_OK && !(zc_graph && in_place && !host_rows))

@@ -192,11 +192,10 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   /* The store's lookups and gathers are left out of this thread's CPU time
    * (the fetch counts its own share outside the gathers). */
   cpu1 = fl_thread_cpu_ns();
-  if (st == FL_OK && fl_cache_unified_limit(c, b->part) > 0)
-    st = fl_misses_refs(b, x->per_arg, x->uniq_ids, x->uniq_refs);
   if (st == FL_OK) {
     fl_misses_generations(c, gen);
-    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs, x->staging, x->stage_base, NULL,
+    st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs,
+                         fl_cache_unified_limit(c, b->part) > 0, x->staging, x->stage_base, NULL,
                          NULL, NULL);
   }
   cpu2 = fl_thread_cpu_ns();
