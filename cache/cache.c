@@ -294,9 +294,13 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   c->counters = calloc(n, sizeof *c->counters);
   /* CUDA: the caller fetches with the store's own pool; the courier
    * admits. */
-  if (backend == FL_BACKEND_CUDA) c->courier = fl_courier_create();
-  else c->workers = fl_workers_create(cfg->host_threads);
-  int threads = backend == FL_BACKEND_CUDA ? c->courier != NULL : c->workers != NULL;
+  if (backend == FL_BACKEND_CUDA) {
+    c->courier = fl_courier_create(0);
+    c->answerer = fl_courier_create(FL_ANSWER_SPIN_NS);
+  } else {
+    c->workers = fl_workers_create(cfg->host_threads);
+  }
+  int threads = backend == FL_BACKEND_CUDA ? c->courier && c->answerer : c->workers != NULL;
   if (!c->tables || !c->generation || !c->counters || !threads) {
     free(descs);
     fl_cache_destroy(c);
@@ -330,6 +334,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
 void fl_cache_destroy(fl_cache *c) {
   if (!c) return;
   if (c->subscription >= 0) fl_store_unsubscribe(c->store, c->subscription);
+  fl_courier_destroy(c->answerer); /* its answers post rounds */
   fl_courier_destroy(c->courier); /* the last round launched */
   if (c->cuda) fl_cuda_state_sync(c);
   for (uint32_t p = 0; c->parts && p < c->n_parts; p++) {
@@ -355,8 +360,10 @@ const char *fl_cache_last_error(const fl_cache *c) { return fl_error_get(c); }
 fl_backend fl_cache_backend(const fl_cache *c) { return c ? c->backend : FL_BACKEND_AUTO; }
 
 /* CUDA: waits until every query's admission round that the courier holds is
- * launched. Not under the lock. */
+ * launched, after the answerer has handed over those of launched prepared
+ * queries. Not under the lock. */
 static void rounds_launched(fl_cache *c) {
+  if (c->answerer) fl_courier_idle(c->answerer);
   if (c->courier) fl_courier_idle(c->courier);
 }
 

@@ -17,6 +17,10 @@
 extern "C" {
 #endif
 
+/* How long the answerer spins for the next launched run before it sleeps:
+ * a server's next batch is usually that close, and a wake-up costs more. */
+#define FL_ANSWER_SPIN_NS 200000ull
+
 /* One index plus one pool. The flat layout has one part serving every table;
  * the per-table baseline has one part per table. */
 typedef struct fl_part {
@@ -76,6 +80,11 @@ struct fl_cache {
    * scratch) waits for it to be idle, never under the lock, which its job
    * takes. */
   struct fl_courier *courier;
+  /* CUDA: answers prepared queries launched without waiting
+   * (fl_prepared_launch): waits for each run's counters, gathers its rows
+   * and raises its graph's gate (fusion/query_cuda.c). It spins a while for
+   * the next run before it sleeps. */
+  struct fl_courier *answerer;
 
   /* Statistics. */
   _Atomic uint64_t queries, admissions, evictions, invalidations;

@@ -2,13 +2,16 @@
  * variable and a queue of waiting jobs (at most one per key, so it stays as
  * short as the number of keys): a job is handed over about once per query
  * batch with misses, where a few microseconds of wake-up are off every
- * caller's path. Drops run under the mutex, so that a job is held (waited
+ * caller's path; a courier whose jobs are on the path (spin_ns) watches a
+ * count of posts for a while before it sleeps. Drops run under the mutex, so that a job is held (waited
  * for by fl_courier_wait) until its drop has returned too. */
 #include "common/courier.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct waiting {
   fl_courier_job job;
@@ -23,13 +26,35 @@ struct fl_courier {
   size_t n, cap;
   uint64_t running;  /* the ticket of the job running, 0 when none */
   uint64_t next_ticket;
+  uint64_t spin_ns;
+  _Atomic uint64_t posted; /* jobs handed over: what the spinning thread watches */
   int stop;
 };
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Spins (without the lock) until a job is handed over or spin_ns pass. */
+static void spin_for_job(fl_courier *k) {
+  uint64_t seen = atomic_load(&k->posted), end = now_ns() + k->spin_ns;
+  pthread_mutex_unlock(&k->mu);
+  for (uint32_t i = 1; atomic_load(&k->posted) == seen; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && now_ns() > end) break;
+  }
+  pthread_mutex_lock(&k->mu);
+}
 
 static void *courier_main(void *arg) {
   fl_courier *k = arg;
   pthread_mutex_lock(&k->mu);
   for (;;) {
+    if (!k->n && !k->stop && k->spin_ns) spin_for_job(k);
     while (!k->n && !k->stop) pthread_cond_wait(&k->cv, &k->mu);
     if (!k->n) break; /* stop, with nothing left */
     waiting w = k->queue[0];
@@ -45,10 +70,11 @@ static void *courier_main(void *arg) {
   return NULL;
 }
 
-fl_courier *fl_courier_create(void) {
+fl_courier *fl_courier_create(uint64_t spin_ns) {
   fl_courier *k = calloc(1, sizeof *k);
   if (!k) return NULL;
   k->next_ticket = 1;
+  k->spin_ns = spin_ns;
   pthread_mutex_init(&k->mu, NULL);
   pthread_cond_init(&k->cv, NULL);
   if (pthread_create(&k->thread, NULL, courier_main, k) != 0) {
@@ -92,6 +118,7 @@ void fl_courier_post(fl_courier *k, fl_courier_job job) {
   if (i < k->n) k->queue[i].job.drop(k->queue[i].job.ctx);
   else k->n++;
   k->queue[i] = (waiting){job, k->next_ticket++};
+  atomic_fetch_add(&k->posted, 1);
   if (job.ticket) __atomic_store_n(job.ticket, k->queue[i].ticket, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&k->cv);
   pthread_mutex_unlock(&k->mu);

@@ -1,7 +1,8 @@
 /* prepared.c: prepared queries (fl_query_prepare): fl_query's checks and, on
  * CUDA, where each buffer lives, done once for many runs; a call that is one
  * part batch (flat layout, at most FL_LAUNCH_MAX_QUERIES queries) also keeps
- * its scratch and replays its launches as a graph (query_cuda.c). */
+ * its scratch and replays its launches as a graph (query_cuda.c), which a
+ * launch (fl_prepared_launch) enqueues without waiting for the host's part. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,9 +44,23 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
   return FL_OK;
 }
 
-fl_status fl_prepared_run(fl_prepared *p, void *stream) {
-  if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prepared_run: prepared query is NULL");
+/* A run; launched (async): the host half of a run with the gated graph is
+ * the answerer's. */
+static fl_status run(fl_prepared *p, void *stream, int async, const char *call) {
+  if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "%s: prepared query is NULL", call);
+  if (p->plan) fl_cuda_plan_set_async(p->plan, async);
   return fl_query_run(p->c, p->queries, p->n, stream, p->views, p->plan);
+}
+
+fl_status fl_prepared_run(fl_prepared *p, void *stream) { return run(p, stream, 0, "fl_prepared_run"); }
+
+fl_status fl_prepared_launch(fl_prepared *p, void *stream) {
+  return run(p, stream, 1, "fl_prepared_launch");
+}
+
+fl_status fl_prepared_wait(fl_prepared *p) {
+  if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prepared_wait: prepared query is NULL");
+  return p->plan ? fl_cuda_plan_wait(p->c, p->plan) : FL_OK;
 }
 
 void fl_prepared_destroy(fl_prepared *p) {

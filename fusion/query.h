@@ -83,6 +83,15 @@ void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_q
  * its scratch back to the cache. */
 fl_cuda_plan *fl_cuda_plan_create(void);
 void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl);
+/* Whether the plan's next runs leave their host half (the counters, the
+ * gather, the gate of the graph) to the cache's answerer and return at once
+ * (fl_prepared_launch), or do it on the calling thread. Runs without the
+ * gated graph (the first, one after a failure, outputs in host memory)
+ * always answer on the calling thread. */
+void fl_cuda_plan_set_async(fl_cuda_plan *pl, int async);
+/* Waits for the host half of the plan's last run; returns the failure of a
+ * run not reported yet, once. */
+fl_status fl_cuda_plan_wait(fl_cache *c, fl_cuda_plan *pl);
 
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);

@@ -17,7 +17,12 @@
  *      after the upload. The query's scratch stays busy until the round is
  *      over.
  * Outputs in unregistered host memory go through a device buffer and one
- * download at the end. */
+ * download at the end. A prepared query's graph (from its second run) holds
+ * steps 1, 2, 4 and a scatter behind a gate (fl_gate): the host's rows come
+ * from the pinned staging, read by the GPU once the host raises the gate,
+ * so that nothing after the launch needs a CUDA call, and the host's part
+ * (3, 5, 6: the answer) can be left to the cache's answerer thread
+ * (fl_prepared_launch). */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +45,9 @@ typedef struct layout {
   uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, zc, run, ids, header_end;
   /* device */
   uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
-      upload, out, total;
+      gate, upload, out, total;
   /* host (pinned) */
-  uint64_t h_counters, h_flag, h_uniq_ids, h_uniq_refs, h_upload, host_total;
+  uint64_t h_counters, h_flag, h_gate, h_uniq_ids, h_uniq_refs, h_upload, host_total;
   uint64_t counter_bytes; /* 16 + the per-arg counters */
 } layout;
 
@@ -57,7 +62,8 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->zc = o, o = align256(o + b->c->n_tables * sizeof(fl_zc_table));
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
-  l->run = o, o = align256(o + 8); /* the batch counter, the index kernel's finished blocks */
+  /* the batch counter, the index kernel's finished blocks, the gate's ticket */
+  l->run = o, o = align256(o + 12);
   l->ids = o, o = align256(o + host_ids * 8);
   l->header_end = o;
   uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
@@ -69,12 +75,14 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->set_uid = o, o = align256(o + sets * 4);
   l->uniq_slot = o, o = align256(o + n * 4);
   l->choice = o, o = align256(o + n * 4);
+  l->gate = o, o = align256(o + 4); /* the gate's verdict (fl_gate.open) */
   l->upload = o, o = align256(o + upload);
   l->out = o, o = align256(o + out_bytes);
   l->total = o;
   o = l->header_end;
   l->h_counters = o, o = align256(o + l->counter_bytes);
   l->h_flag = o, o = align256(o + 4);
+  l->h_gate = o, o = align256(o + 4);
   l->h_uniq_ids = o, o = align256(o + n * 8);
   l->h_uniq_refs = o, o = align256(o + n * 8);
   l->h_upload = o, o = align256(o + upload);
@@ -135,8 +143,9 @@ static fl_status upload(upload_job *j, uint64_t from, uint64_t to) {
  * zero-copy kernel wrote those in device memory before these uploads land. */
 static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
   upload_job *j = ctx;
-  /* The first stretch takes the staging offsets along. */
-  uint64_t from = begin ? j->head + begin : 0, to = j->head + end;
+  /* The first stretch takes the staging offsets along, unless the
+   * zero-copy kernel wrote them (it reads rows in place). */
+  uint64_t from = begin || j->in_place ? j->head + begin : 0, to = j->head + end;
   for (uint32_t a = 0; j->in_place && a < j->b->n_args && from < to; a++) {
     if (!j->in_place[j->b->args[a].table]) continue;
     uint64_t lo = j->head + j->stage_base[a];
@@ -149,6 +158,58 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
     from = hi;
   }
   return from < to ? upload(j, from, to) : FL_OK;
+}
+
+/* The host's share of a batch's misses once its counters are up: counts the
+ * unique rows the GPU reads in place (launching their reads unless the
+ * prepared query's graph holds them: zc_launched), lays out the pinned
+ * staging and fetches the other rows from the store into it, each stretch
+ * uploaded as it fills through up (NULL: the rows stay in the staging).
+ * *in_place: whether the GPU read rows in place; *host_rows: the rows the
+ * host fetched. */
+static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
+                             int zc_launched, int want_refs, upload_job *up, int *in_place_out,
+                             uint64_t *host_rows) {
+  fl_cache *c = b->c;
+  const fl_cuda_state *cs = c->cuda;
+  uint8_t *D = x->dev, *H = x->host;
+  const uint32_t *per_arg = (const uint32_t *)(H + l->h_counters + 16);
+  uint64_t *uniq_ids = (uint64_t *)(H + l->h_uniq_ids), *uniq_refs = (uint64_t *)(H + l->h_uniq_refs);
+  uint64_t cpu0 = fl_thread_cpu_ns(), rows = 0, zc_rows = 0;
+  for (uint32_t a = 0; a < b->n_args; a++) {
+    rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
+    if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
+  }
+  /* The zero-copy kernel reads the qualifying misses in place when the
+   * batch has few enough (zero_copy.h); the host fetches the rest. */
+  const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
+  *host_rows = fl_zc_host_rows(zc_rows, rows, cs->zc_limit);
+  *in_place_out = in_place != NULL;
+  if (in_place) {
+    const uint64_t head = align256(b->n_args * 8ull);
+    int e = zc_launched ? 0
+                        : fl_launch_zero_copy((const fl_batch_arg *)(D + l->args), b->n_args, *m,
+                                              (const fl_zc_table *)(D + l->zc), cs->zc_limit,
+                                              cs->zc_seq, (uint64_t *)(D + l->upload),
+                                              D + l->upload + head,
+                                              (fl_launch_to){b->stream, NULL, NULL});
+    if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
+                          cudaGetErrorString((cudaError_t)e));
+    atomic_fetch_add(&c->unique_misses, zc_rows);
+    atomic_fetch_add(&c->zero_copy_rows, zc_rows);
+  }
+  uint64_t *stage_base = (uint64_t *)(H + l->h_upload);
+  uint8_t *staging = H + l->h_upload + align256(b->n_args * 8ull);
+  fl_misses_layout(b, per_arg, stage_base);
+  if (up) up->in_place = in_place;
+  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
+  fl_status st = FL_OK;
+  if (want_refs && in_place) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs, in_place);
+  atomic_store_explicit(&c->gathered_last, *host_rows != 0, memory_order_relaxed);
+  if (st == FL_OK && *host_rows)
+    st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, want_refs, staging, stage_base, in_place,
+                         up ? upload_stretch : NULL, up);
+  return st;
 }
 
 /* Scatters the fetched rows (uploaded by the fetch into the upload block at
@@ -293,6 +354,21 @@ static round_job *round_job_new(fl_part_batch *b, const layout *l, fl_scratch *x
   return j;
 }
 
+/* The host's half of a prepared run whose graph scatters the host's rows
+ * after a gate (fl_gate): the counters, the rows gathered, the gate raised,
+ * the round handed to the courier. */
+typedef struct gated_answer {
+  fl_part_batch b;    /* args: the plan's copy (hargs) */
+  fl_cuda_plan *pl;
+  fl_batch_arg *hargs;
+  uint32_t *hquery_of; /* the plan's copies of the run's args and their queries */
+  fl_miss_out m;
+  uint64_t *gen;      /* the run's generations, until a round takes them */
+  uint64_t t0;        /* when the run began */
+  uint32_t ticket;
+  int want_refs;
+} gated_answer;
+
 /* A prepared query's own scratch and launch graph for its part batch
  * (fl_query_prepare, one part batch): the header is built at the first run
  * and kept; later runs refresh only what changes (the counters' start
@@ -309,6 +385,14 @@ struct fl_cuda_plan {
   int no_graph;           /* building it failed: direct launches */
   int zc_graph;           /* the graph reads the misses of a qualifying batch in place and,
                              when that is all of them, scatters them (zero_copy.h) */
+  int gated;              /* the graph also scatters the host's rows, after its gate
+                             (fl_gate): no output in host memory to download after */
+  uint32_t ticket;        /* the last run's gate ticket */
+  int async;              /* this run's answer is the answerer's (fl_prepared_launch) */
+  gated_answer answer;    /* the host's half of the last gated run */
+  uint64_t answer_ticket; /* the answerer's ticket for it, 0 once answered */
+  fl_status answer_st;    /* a launched run's failure not reported yet, and its message */
+  char answer_msg[512];
   /* What the next run must order after, besides its stream's own order:
    * the last run's stream (NULL when it must wait for busy_until whatever
    * the stream: before the first run, after a failed one), and whether the
@@ -319,8 +403,15 @@ struct fl_cuda_plan {
 
 fl_cuda_plan *fl_cuda_plan_create(void) { return calloc(1, sizeof(fl_cuda_plan)); }
 
+static fl_status plan_answered(fl_cache *c, fl_cuda_plan *pl);
+
+void fl_cuda_plan_set_async(fl_cuda_plan *pl, int async) { pl->async = async; }
+
+fl_status fl_cuda_plan_wait(fl_cache *c, fl_cuda_plan *pl) { return plan_answered(c, pl); }
+
 void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
   if (!pl) return;
+  (void)plan_answered(c, pl);
   if (pl->x) {
     /* Reusable once its last uses end, the round's recorded first. */
     fl_cuda_scratch_unhold(c, pl->x);
@@ -329,6 +420,8 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
   free(pl->dargs);
   free(pl->host_out);
+  free(pl->answer.hargs);
+  free(pl->answer.hquery_of);
   free(pl);
 }
 
@@ -347,6 +440,7 @@ static void refresh_header(const fl_part_batch *b, const layout *l, const fl_bat
   ((uint64_t *)(H + l->counters))[1] = ~0ull;
   ((uint32_t *)(H + l->run))[0] = b->now;
   ((uint32_t *)(H + l->run))[1] = 0;
+  ((uint32_t *)(H + l->run))[2] = b->plan ? b->plan->ticket : 0;
   __atomic_store_n((uint32_t *)(H + l->h_flag), 0u, __ATOMIC_RELAXED);
 }
 
@@ -422,10 +516,11 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
  * l->h_counters), then the hit copy. prof (optional, on a stream): timing
  * events around the kernels. zc_limit > 0 (a prepared query's graph): then
  * the zero-copy reads and the scatter of a batch read wholly in place, each
- * deciding on the device whether the batch is one. */
+ * deciding on the device whether the batch is one. gated (a prepared
+ * query's graph): last, the gated scatter of the host's rows (fl_gate). */
 static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, const fl_miss_out *m,
                               uint64_t index_threads, uint64_t copy_threads, int clear_set,
-                              uint64_t zc_limit, fl_launch_to to, cudaEvent_t *prof) {
+                              uint64_t zc_limit, int gated, fl_launch_to to, cudaEvent_t *prof) {
   cudaStream_t stream = (cudaStream_t)to.stream;
   uint8_t *D = x->dev, *H = x->host;
   const fl_batch_arg *A = (const fl_batch_arg *)(D + l->args);
@@ -453,6 +548,12 @@ static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, 
   if (!e && zc_limit)
     e = fl_launch_scatter_in_place(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
                                    zc_limit, stage_base, staging, to);
+  fl_gate g = {(const uint32_t *)(H + l->h_gate), (const uint32_t *)(D + l->run) + 2,
+               (uint32_t *)(D + l->gate), (const uint64_t *)(H + l->h_upload),
+               H + l->h_upload + align256(b->n_args * 8ull)};
+  if (!e && gated)
+    e = fl_launch_gated_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
+                                zc_limit, g, (uint64_t *)stage_base, (uint8_t *)staging, to);
   return e;
 }
 
@@ -491,8 +592,12 @@ static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m)
   void *last = NULL;
   int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
   fl_launch_to to = {NULL, g, &last};
+  /* Outputs in unregistered host memory come down after the scatter: then
+   * the host scatters, outside the graph. */
+  int gated = 1;
+  for (uint32_t a = 0; a < b->n_args; a++) gated = gated && !pl->host_out[a];
   ok = ok && launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
-                                b->c->cuda->zc_limit, to, NULL) == 0;
+                                b->c->cuda->zc_limit, gated, to, NULL) == 0;
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
@@ -503,6 +608,165 @@ static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m)
   }
   pl->exec = exec;
   pl->zc_graph = b->c->cuda->zc_limit != 0;
+  pl->gated = gated;
+}
+
+/* Gate tickets: below FL_GATE_FAILED, never 0 (a kept scratch's gate
+ * starts at 0). */
+static uint32_t next_ticket(uint32_t t) {
+  t = (t + 1) & ~FL_GATE_FAILED;
+  return t ? t : 1;
+}
+
+/* The query's reads end (reclamation ticket `ticket`), and the scratch frees
+ * up, when the stream gets here. */
+static void end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, cudaStream_t stream) {
+  void *ev = NULL;
+  if (fl_cuda_event_get(c, &ev) == FL_OK && cudaEventRecord((cudaEvent_t)ev, stream) == cudaSuccess) {
+    fl_reclaim_end(&c->reclaim, ticket, ev);
+  } else {
+    /* No event: wait for the stream instead, then end at once. */
+    cudaStreamSynchronize(stream);
+    if (ev) fl_cuda_event_release(c, ev);
+    fl_reclaim_end(&c->reclaim, ticket, NULL);
+  }
+  cudaEventRecord((cudaEvent_t)x->busy_until, stream);
+}
+
+/* The host's half of a gated run (gated_answer), after the launch: waits
+ * for the counters, gathers the rows that are the host's into the pinned
+ * staging, raises the gate (failed too: the graph must not wait for ever),
+ * then hands the round to the courier. Before the gate it makes no CUDA
+ * call (fl_gate) and waits for nothing on the device but the counters: the
+ * run's stream is held at the gate until then. */
+static fl_status answer(gated_answer *a) {
+  fl_part_batch *b = &a->b;
+  fl_cuda_plan *pl = a->pl;
+  fl_cache *c = b->c;
+  fl_scratch *x = pl->x;
+  const layout *l = &pl->l;
+  uint8_t *D = x->dev, *H = x->host;
+  const unsigned long long *counters = (const unsigned long long *)(H + l->h_counters);
+  const uint32_t *per_arg = (const uint32_t *)(H + l->h_counters + 16);
+  uint32_t *gate = (uint32_t *)(H + l->h_gate);
+  round_job *round = NULL;
+  uint64_t n_miss = 0, bad = ~0ull;
+  fl_status st = wait_counters(c, (const uint32_t *)(H + l->h_flag), (cudaStream_t)b->stream);
+  if (st == FL_OK) {
+    uint64_t t1 = fl_now_ns();
+    atomic_fetch_add(&c->ns_index, t1 - a->t0);
+    n_miss = counters[0];
+    bad = counters[1];
+    if (bad == ~0ull) fl_query_count(b, per_arg);
+    if (bad == ~0ull && !n_miss) atomic_store_explicit(&c->gathered_last, 0, memory_order_relaxed);
+    if (bad == ~0ull && n_miss) {
+      int in_place = 0;
+      uint64_t host_rows = 0;
+      st = host_misses(b, l, x, &a->m, pl->zc_graph, a->want_refs, NULL, &in_place, &host_rows);
+      uint64_t cpu2 = fl_thread_cpu_ns();
+      if (st == FL_OK && !(round = round_job_new(b, l, x, &a->m, n_miss, per_arg, &a->gen,
+                                                 a->want_refs, 0)))
+        st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+      atomic_fetch_add(&c->ns_miss_fetch, fl_now_ns() - t1);
+      atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu2);
+    }
+  }
+  int ok = st == FL_OK && bad == ~0ull;
+  /* The rows are in the staging (the fetch's threads are done). */
+  __atomic_store_n(gate, a->ticket | (ok ? 0u : FL_GATE_FAILED), __ATOMIC_RELEASE);
+  if (st == FL_OK && !ok) {
+    /* Read after the gate: a copy on the legacy stream would wait for it. */
+    uint64_t id;
+    uint32_t k = fl_batch_find((const uint64_t *)(H + l->offsets), b->n_args, bad);
+    cudaError_t e = cudaMemcpy(&id, pl->dargs[k].ids + (bad - b->args[k].key_offset), 8,
+                               cudaMemcpyDeviceToHost);
+    st = e == cudaSuccess ? fl_query_range_error(b, bad, id)
+                          : fl_fail(c, FL_ERR_CUDA, "reading an out-of-range id: %s",
+                                    cudaGetErrorString(e));
+  }
+  if (ok) {
+    x->clean_set = D + l->set_ids;
+    x->clean_slots = fl_miss_set_slots(b->n_keys, b->n_args);
+  }
+  pl->last_ordered = ok;
+  pl->last_posted = round && ok;
+  if (round && ok) {
+    x->round_part = b->part;
+    fl_courier_post(c->courier, (fl_courier_job){round_deliver, round_drop, round, b->part,
+                                                 &x->round_ticket});
+  } else if (round) {
+    round_job_free(round);
+  }
+  free(a->gen);
+  a->gen = NULL;
+  return st;
+}
+
+/* The answerer's side of a launched run: its failure waits in the plan for
+ * fl_prepared_wait, or the next launch, to report it. */
+static void answer_deliver(void *ctx) {
+  gated_answer *a = ctx;
+  fl_cuda_plan *pl = a->pl;
+  fl_cache *c = a->b.c;
+  fl_status st = cudaSetDevice(c->cuda->device) == cudaSuccess
+                     ? answer(a)
+                     : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for a launched query");
+  if (st != FL_OK) {
+    snprintf(pl->answer_msg, sizeof pl->answer_msg, "%s", fl_error_get(c));
+    pl->answer_st = st;
+  }
+  __atomic_store_n(&pl->answer_ticket, 0, __ATOMIC_RELEASE);
+}
+
+/* Without room in the answerer's queue: the run fails, its gate raised. */
+static void answer_drop(void *ctx) {
+  gated_answer *a = ctx;
+  fl_cuda_plan *pl = a->pl;
+  __atomic_store_n((uint32_t *)(pl->x->host + pl->l.h_gate), a->ticket | FL_GATE_FAILED,
+                   __ATOMIC_RELEASE);
+  snprintf(pl->answer_msg, sizeof pl->answer_msg, "out of host memory handing the run over");
+  pl->answer_st = FL_ERR_OUT_OF_MEMORY;
+  pl->last_ordered = pl->last_posted = 0;
+  free(a->gen);
+  a->gen = NULL;
+  __atomic_store_n(&pl->answer_ticket, 0, __ATOMIC_RELEASE);
+}
+
+/* Readies the run's answer (the batch's args copied: the caller's are
+ * gone once the call returns) and answers it here, or hands it to the
+ * answerer when launched (fl_prepared_launch). Takes *gen. */
+static fl_status answer_run_or_post(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m,
+                                    uint64_t **gen, int want_refs, uint64_t t0) {
+  gated_answer *a = &pl->answer;
+  memcpy(a->hargs, b->args, b->n_args * sizeof *b->args);
+  memcpy(a->hquery_of, b->query_of, b->n_args * sizeof *b->query_of);
+  a->b = *b;
+  a->b.args = a->hargs;
+  a->b.query_of = a->hquery_of;
+  a->b.views = NULL;
+  a->pl = pl;
+  a->m = *m;
+  a->gen = *gen;
+  *gen = NULL;
+  a->t0 = t0;
+  a->ticket = pl->ticket;
+  a->want_refs = want_refs;
+  if (!pl->async) return answer(a);
+  fl_courier_post(b->c->answerer,
+                  (fl_courier_job){answer_deliver, answer_drop, a, (uint64_t)(uintptr_t)pl,
+                                   &pl->answer_ticket});
+  return FL_OK;
+}
+
+/* Waits for the plan's last answer; returns a launched run's failure not
+ * reported yet (once). */
+static fl_status plan_answered(fl_cache *c, fl_cuda_plan *pl) {
+  uint64_t t = __atomic_load_n(&pl->answer_ticket, __ATOMIC_ACQUIRE);
+  if (t) fl_courier_wait(c->answerer, t);
+  fl_status st = pl->answer_st;
+  if (st == FL_OK) return FL_OK;
+  pl->answer_st = FL_OK;
+  return fl_fail(c, st, "%s", pl->answer_msg);
 }
 
 /* A kept scratch is reused once its last query's and round's uses end: the
@@ -538,6 +802,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   layout l;
   fl_scratch *x = NULL;
   uint64_t index_threads = 0, copy_threads = 0;
+  if (pl && (st = plan_answered(c, pl)) != FL_OK) return st;
+  if (pl) pl->ticket = next_ticket(pl->ticket);
   if (pl && pl->x) {
     /* The last run's round must be launched: its admit_done recorded. A
      * plan run back to back would shed every round the courier has not
@@ -550,8 +816,23 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     st = build_header(b, &dargs, &host_out, &l, &x, &index_threads, &copy_threads);
     if (st != FL_OK) return st;
     if (pl) {
+      pl->answer.hargs = malloc(b->n_args * sizeof *b->args);
+      pl->answer.hquery_of = malloc(b->n_args * sizeof *b->query_of);
+    }
+    if (pl && (!pl->answer.hargs || !pl->answer.hquery_of)) {
+      free(pl->answer.hargs);
+      free(pl->answer.hquery_of);
+      pl->answer.hargs = NULL;
+      pl->answer.hquery_of = NULL;
+      fl_cuda_scratch_release(c, x);
+      free(dargs);
+      free(host_out);
+      return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    if (pl) {
       pl->dargs = dargs, pl->host_out = host_out, pl->l = l, pl->x = x;
       fl_cuda_scratch_keep(c, x);
+      *(uint32_t *)(x->host + l.h_gate) = 0; /* no ticket is 0: the gate starts shut */
       pl->index_threads = index_threads, pl->copy_threads = copy_threads;
     }
   }
@@ -615,7 +896,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (graph) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
   } else {
-    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0,
+    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, 0,
                            (fl_launch_to){stream, NULL, NULL},
                            profiled ? prof : NULL));
   }
@@ -624,6 +905,16 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
    * runs instead of being woken once the counters are up. */
   if (atomic_load_explicit(&c->gathered_last, memory_order_relaxed))
     fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
+  if (graph && pl->gated) {
+    /* Everything this run does on the stream is in the graph. */
+    end_uses(c, x, ticket, stream);
+    pl->last_stream = (void *)stream;
+    st = answer_run_or_post(b, pl, &m, &gen, want_refs, t0);
+    free(gen);
+    for (int i = 0; i < 3; i++)
+      if (prof[i]) cudaEventDestroy(prof[i]);
+    return st;
+  }
   /* The counters are up while hits are copied. */
   if ((st = wait_counters(c, (const uint32_t *)(H + l.h_flag), stream)) != FL_OK) goto done;
   uint64_t t1 = fl_now_ns();
@@ -640,43 +931,13 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_query_count(b, per_arg);
   if (!n_miss) atomic_store_explicit(&c->gathered_last, 0, memory_order_relaxed);
   if (n_miss) {
-    uint64_t cpu0 = fl_thread_cpu_ns();
-    /* The zero-copy kernel has read the qualifying misses in place when
-     * the batch has few enough (zero_copy.h); the host fetches the rest. */
-    const fl_cuda_state *cs = c->cuda;
-    uint64_t rows = 0, zc_rows = 0;
-    for (uint32_t a = 0; a < b->n_args; a++) {
-      rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
-      if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
-    }
-    const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
-    /* A prepared query's graph has read them already, and scattered them
-     * when the host has nothing to gather. */
-    int zc_graph = graph && pl->zc_graph;
-    if (in_place) {
-      if (!zc_graph)
-        TRY(fl_launch_zero_copy((const fl_batch_arg *)(D + l.args), b->n_args, m,
-                                (const fl_zc_table *)(D + l.zc), cs->zc_limit, cs->zc_seq,
-                                (uint64_t *)(D + l.upload),
-                                D + l.upload + align256(b->n_args * 8ull),
-                                (fl_launch_to){stream, NULL, NULL}));
-      atomic_fetch_add(&c->unique_misses, zc_rows);
-      atomic_fetch_add(&c->zero_copy_rows, zc_rows);
-    }
     /* Upload block: the args' staging offsets, then their rows. This
      * thread watches the store's threads gather and uploads as they go. */
-    uint64_t *stage_base = (uint64_t *)(H + l.h_upload);
-    uint8_t *staging = H + l.h_upload + align256(b->n_args * 8ull);
-    fl_misses_layout(b, per_arg, stage_base);
-    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), in_place,
-                     stage_base, per_arg};
-    uint64_t cpu1 = fl_thread_cpu_ns();
-    if (want_refs && in_place) st = fl_misses_refs(b, per_arg, uniq_ids, uniq_refs, in_place);
-    uint64_t host_rows = rows - (in_place ? zc_rows : 0);
-    atomic_store_explicit(&c->gathered_last, host_rows != 0, memory_order_relaxed);
-    if (st == FL_OK && host_rows)
-      st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, want_refs, staging, stage_base, in_place,
-                           upload_stretch, &up);
+    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), NULL,
+                     (const uint64_t *)(H + l.h_upload), per_arg};
+    int zc_graph = graph && pl->zc_graph, in_place = 0;
+    uint64_t host_rows = 0;
+    st = host_misses(b, &l, x, &m, zc_graph, want_refs, &up, &in_place, &host_rows);
     uint64_t cpu2 = fl_thread_cpu_ns();
     if (st == FL_OK && !(zc_graph && in_place && !host_rows))
       st = scatter_misses(b, &l, x, &m, n_miss);
@@ -685,7 +946,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     /* The fetch and the scatter; admission is the courier's (round_deliver).
      * This thread's CPU time around the fetch (the fetch counts its own). */
     atomic_fetch_add(&c->ns_miss_fetch, fl_now_ns() - t1);
-    atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2));
+    atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu2);
     if (st != FL_OK) goto done;
   }
   if (st == FL_OK) {
@@ -708,21 +969,7 @@ done:
   }
   for (int i = 0; i < 3; i++)
     if (prof[i]) cudaEventDestroy(prof[i]);
-  {
-    /* The query's reads end, and the scratch frees up, when the stream gets
-     * here. */
-    void *ev = NULL;
-    if (fl_cuda_event_get(c, &ev) == FL_OK &&
-        cudaEventRecord((cudaEvent_t)ev, stream) == cudaSuccess) {
-      fl_reclaim_end(&c->reclaim, ticket, ev);
-    } else {
-      /* No event: wait for the stream instead, then end at once. */
-      cudaStreamSynchronize(stream);
-      if (ev) fl_cuda_event_release(c, ev);
-      fl_reclaim_end(&c->reclaim, ticket, NULL);
-    }
-    cudaEventRecord((cudaEvent_t)x->busy_until, stream);
-  }
+  end_uses(c, x, ticket, stream);
   if (pl) {
     pl->last_stream = (void *)stream;
     pl->last_ordered = st == FL_OK;

@@ -156,10 +156,13 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
   }
 }
 
-// One warp per missed position: copies its unique row from the staging.
+// One warp per missed position: copies its unique row from the staging,
+// arg a's rows at rows_of(a) (its staging, in device or host memory).
+// kFresh: the rows may be host memory the host rewrote since the GPU last
+// read it (copy_unit).
+template <bool kFresh = false, typename RowsOf>
 __device__ void scatter_rows(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
-                             const fl_miss_out &m, const uint64_t *stage_base,
-                             const uint8_t *staging, uint64_t n) {
+                             const fl_miss_out &m, RowsOf rows_of, uint64_t n) {
   const unsigned lane = threadIdx.x & 31u;
   const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
   for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
@@ -170,18 +173,18 @@ __device__ void scatter_rows(const fl_batch_arg *args, const uint64_t *key_offse
     int pointer;
     fl_miss_resolve(key_offsets, args, n_args, m.per_arg, m.set.uid[m.slot[r]], &ua, &row, &pointer);
     uint8_t *dst = a.out + (pos - a.key_offset) * a.vec_bytes;
-    const uint8_t *s = staging + stage_base[ua] + row * a.vec_bytes;
+    const uint8_t *s = rows_of(ua) + row * a.vec_bytes;
     // Staged rows start 16-byte aligned per arg but pack at vec_bytes, so
     // the unit must divide the source address too.
     uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | (uint64_t)s);
-    for (uint32_t u = lane; u < a.vec_bytes / width; u += 32) copy_unit(dst, s, width, u);
+    for (uint32_t u = lane; u < a.vec_bytes / width; u += 32) copy_unit<kFresh>(dst, s, width, u);
   }
 }
 
 __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
                         fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
                         uint64_t n) {
-  scatter_rows(args, key_offsets, n_args, m, stage_base, staging, n);
+  scatter_rows(args, key_offsets, n_args, m, [=](uint32_t a) { return staging + stage_base[a]; }, n);
 }
 
 // Sum of v over the block (every thread gets it).
@@ -270,7 +273,8 @@ __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out
 
 // The scatter of a batch whose unique rows the zero-copy kernel read, every
 // one of them (in a prepared query's graph, after that kernel): a batch
-// with rows for the host to gather is left to the host's scatter.
+// with rows for the host to gather is left to the gated scatter (or, with
+// no gate in the graph, to the host's scatter).
 __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
                                  uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
                                  uint64_t limit, const uint64_t *stage_base,
@@ -278,7 +282,59 @@ __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_o
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_take(qualify, limit) || qualify != all) return;
-  scatter_rows(args, key_offsets, n_args, m, stage_base, staging, m.counters[0]);
+  scatter_rows(args, key_offsets, n_args, m, [=](uint32_t a) { return staging + stage_base[a]; },
+               m.counters[0]);
+}
+
+// The gate of a prepared query's graph (fl_gate), one warp: for a batch with
+// rows for the host, waits until the host raises the gate for this run (one
+// thread polling host memory: a poller per block would queue every block's
+// reads behind the others' over PCIe), then gives its verdict to the
+// scatter in device memory and copies the host's staging offsets.
+__global__ void gate_wait(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
+                          const fl_zc_table *zc, uint64_t limit, fl_gate g, uint64_t *stage_base) {
+  uint64_t qualify, all;
+  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
+  if (!fl_zc_host_rows(qualify, all, limit)) return;
+  const uint32_t want = *g.ticket;
+  uint32_t v = 0;
+  if (threadIdx.x == 0) {
+    while (((v = __ldcv(g.raised)) & ~FL_GATE_FAILED) != want) __nanosleep(1000);
+    __threadfence_system();  // the host wrote its staging before the gate
+  }
+  v = __shfl_sync(0xffffffffu, v, 0);
+  if (v & FL_GATE_FAILED) return;
+  for (uint32_t i = threadIdx.x; i < n_args; i += blockDim.x) stage_base[i] = __ldcv(g.host_stage_base + i);
+  __syncwarp();
+  if (threadIdx.x == 0) *g.open = want;
+}
+
+// After gate_wait, for a batch with rows for the host and a gate raised as
+// open: copies the host's rows (args not read in place) into the device
+// staging, for the admission round, and scatters every missed position,
+// host rows straight from the host's staging.
+__global__ void gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
+                              uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
+                              fl_gate g, const uint64_t *stage_base, uint8_t *staging) {
+  uint64_t qualify, all;
+  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
+  if (!fl_zc_host_rows(qualify, all, limit) || *g.open != *g.ticket) return;
+  const bool take = fl_zc_take(qualify, limit);
+  const uint64_t step = (uint64_t)gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
+  for (uint32_t a = 0; a < n_args; a++) {
+    if (take && zc[args[a].table].rows) continue;
+    const uint64_t units = fl_miss_stage_bytes(m.per_arg[FL_MISS_COUNTERS * a] +
+                                                   m.per_arg[FL_MISS_COUNTERS * a + 1],
+                                               args[a].vec_bytes) / 16;
+    for (uint64_t u = first; u < units; u += step)
+      copy_unit<true>(staging + stage_base[a], g.host_staging + stage_base[a], 16, (uint32_t)u);
+  }
+  scatter_rows<true>(args, key_offsets, n_args, m,
+                     [=](uint32_t a) {
+                       return (take && zc[args[a].table].rows ? staging : g.host_staging) +
+                              stage_base[a];
+                     },
+                     m.counters[0]);
 }
 
 unsigned grid_for(uint64_t threads) {
@@ -334,6 +390,20 @@ extern "C" int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64
   // Few blocks: a batch read in place has at most `limit` unique rows.
   void *params[] = {&args, &key_offsets, &n_args, &m, &zc, &limit, &stage_base, &staging};
   return (int)fl_launch_kernel(to, (const void *)scatter_in_place, 132, kThreads, 0, params);
+}
+
+extern "C" int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
+                                       uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
+                                       uint64_t limit, fl_gate g, uint64_t *stage_base,
+                                       uint8_t *staging, fl_launch_to to) {
+  if (n_args == 0) return 0;
+  void *wait[] = {&args, &n_args, &m, &zc, &limit, &g, &stage_base};
+  cudaError_t e = fl_launch_kernel(to, (const void *)gate_wait, 1, 32, 0, wait);
+  if (e != cudaSuccess) return (int)e;
+  // One block per SM: small batches are what the gate serves; a large
+  // one's copies and scatter stride.
+  void *scatter[] = {&args, &key_offsets, &n_args, &m, &zc, &limit, &g, &stage_base, &staging};
+  return (int)fl_launch_kernel(to, (const void *)gated_scatter, 132, kThreads, 0, scatter);
 }
 
 extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,

@@ -70,6 +70,32 @@ int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_off
                                uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
                                uint64_t limit, const uint64_t *stage_base,
                                const uint8_t *staging, fl_launch_to to);
+/* The gate of a prepared query's graph (query_cuda.c): while the graph
+ * waits on the device, the host gathers the batch's rows that are its to
+ * gather into pinned staging, then raises the gate: it writes this run's
+ * ticket (or the ticket | FL_GATE_FAILED when the run failed: nothing to
+ * scatter) to a word of pinned memory that the graph polls. The host makes
+ * no CUDA call for it: one could wait behind another thread's synchronous
+ * call, which waits for the stream held at the gate. Tickets stay below
+ * FL_GATE_FAILED and are never 0. */
+#define FL_GATE_FAILED 0x80000000u
+typedef struct fl_gate {
+  const uint32_t *raised;          /* pinned host memory, device-mapped: the host's word */
+  const uint32_t *ticket;          /* device: this run's ticket (in the uploaded header) */
+  uint32_t *open;                  /* device: the ticket once the gate opened for this run */
+  const uint64_t *host_stage_base; /* pinned, device-mapped: the host's staging offsets */
+  const uint8_t *host_staging;     /* and rows */
+} fl_gate;
+/* After the zero-copy kernels: when the batch has rows for the host
+ * (fl_zc_host_rows, decided on the device), waits for the gate, then copies
+ * the host's staging offsets and the rows of the args not read in place
+ * into the device's staging (stage_base, staging: the admission round reads
+ * them there) and scatters every missed position, host rows straight from
+ * the host's staging. Nothing when the host has no row or the gate says the
+ * run failed. */
+int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
+                            uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
+                            fl_gate g, uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, fl_launch_to to);

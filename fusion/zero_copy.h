@@ -32,4 +32,10 @@ FL_HD uint32_t fl_zc_arg_rows(const uint32_t *per_arg, uint32_t a, int readable)
 /* Whether a batch with `rows` qualifying unique rows takes the device path. */
 FL_HD int fl_zc_take(uint64_t rows, uint64_t limit) { return rows > 0 && rows <= limit; }
 
+/* Unique rows left for the host to gather, of `all`, when `qualify` of them
+ * qualify for the device path. */
+FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
+  return fl_zc_take(qualify, limit) ? all - qualify : all;
+}
+
 #endif

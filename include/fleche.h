@@ -347,6 +347,25 @@ typedef struct fl_prepared fl_prepared;
 fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
                            fl_prepared **out);
 fl_status fl_prepared_run(fl_prepared *p, void *stream);
+/* fl_prepared_run without waiting for the host's part: on CUDA, for a
+ * handle of the flat layout whose outputs are all device memory (or
+ * registered), from its second run on, the call enqueues the run (one graph
+ * launch) and returns; the cache's answerer thread then reads the run's
+ * counters, gathers the rows the GPU cannot read in place and releases the
+ * graph, which waits for them on the device before it scatters them.
+ * Results are complete when the stream gets there, provided the run
+ * succeeded: fl_prepared_wait tells. An all-hit batch, or one whose misses
+ * are all read in place (cfg.zero_copy_rows), never waits for the host.
+ * Other runs (host backend, per-table layout, the first run, a run after a
+ * failed one, outputs in unregistered host memory) answer as
+ * fl_prepared_run does before returning. A failure the launch could not
+ * return (an id out of range, a row missing under FL_MISSING_ERROR) is
+ * reported once, by fl_prepared_wait or else by the handle's next launch or
+ * run, which then does not run. */
+fl_status fl_prepared_launch(fl_prepared *p, void *stream);
+/* Waits for the host's part of the handle's last launch (not for the
+ * stream) and returns its status. */
+fl_status fl_prepared_wait(fl_prepared *p);
 /* NULL does nothing. The cache must still be alive. */
 void fl_prepared_destroy(fl_prepared *p);
 

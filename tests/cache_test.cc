@@ -183,8 +183,11 @@ class CacheTest : public testing::TestWithParam<Param> {
   // index phase a graph), misses gathered by the host or, with
   // zero_copy_rows, read in place; bad ids and bad prepares fail clearly.
   // A prepared query over the first nt tables, run on random ids; answers
-  // checked against the store's.
-  void PreparedAnswersLikeQuery(uint64_t zero_copy_rows, size_t nt, double admit = 0.7) {
+  // checked against the store's. launch: through fl_prepared_launch and
+  // fl_prepared_wait, every buffer on the device (CUDA), so that from the
+  // second run the answerer gathers while the graph waits at its gate.
+  void PreparedAnswersLikeQuery(uint64_t zero_copy_rows, size_t nt, double admit = 0.7,
+                                bool launch = false) {
     fl_config cfg = Config(1 << 20, admit);
     cfg.zero_copy_rows = zero_copy_rows;
     fl::Cache c = MakeCache(cfg);
@@ -200,7 +203,7 @@ class CacheTest : public testing::TestWithParam<Param> {
       want[t].assign(out[t].size(), 0xCD);
       q[t] = {(uint32_t)t, ids[t].data(), n, out[t].data()};
       w[t] = {(uint32_t)t, ids[t].data(), n, want[t].data()};
-      if (cuda && t % 2 == 0) {
+      if (cuda && (launch || t % 2 == 0)) {
         ASSERT_EQ(cudaMalloc(&dev[2 * t], n * 8), cudaSuccess);
         ASSERT_EQ(cudaMalloc(&dev[2 * t + 1], out[t].size()), cudaSuccess);
         q[t].ids = (const uint64_t *)dev[2 * t];
@@ -214,13 +217,18 @@ class CacheTest : public testing::TestWithParam<Param> {
     fl_prepared *raw = nullptr;
     FL_ASSERT_OK_CACHE(fl_query_prepare(c.get(), q.data(), (uint32_t)nt, &raw), c.get());
     std::unique_ptr<fl_prepared, void (*)(fl_prepared *)> p(raw, fl_prepared_destroy);
-    // Rewrites the buffers' ids (on the device too), runs, reads the answers.
-    auto run = [&](const std::vector<std::vector<uint64_t>> &next) {
+    // Rewrites the buffers' ids (on the device too).
+    auto put = [&](const std::vector<std::vector<uint64_t>> &next) {
       for (size_t t = 0; t < nt; t++) {
         ids[t] = next[t];
         if (dev[2 * t]) cudaMemcpy(dev[2 * t], ids[t].data(), n * 8, cudaMemcpyHostToDevice);
       }
-      fl_status st = fl_prepared_run(p.get(), stream);
+    };
+    // Rewrites the ids, runs, reads the answers.
+    auto run = [&](const std::vector<std::vector<uint64_t>> &next) {
+      put(next);
+      fl_status st = launch ? fl_prepared_launch(p.get(), stream) : fl_prepared_run(p.get(), stream);
+      if (launch && st == FL_OK) st = fl_prepared_wait(p.get());
       if (cuda) {
         EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
       }
@@ -260,6 +268,40 @@ class CacheTest : public testing::TestWithParam<Param> {
     EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("id 50 at position 17"), std::string::npos)
         << fl_cache_last_error(c.get());
     FL_ASSERT_OK_CACHE(run(ids_for(rng)), c.get());
+    if (launch) {
+      // Launches back to back, ids rewritten between them by copies that
+      // wait for the stream: each launch waits for the last one's answer.
+      for (int i = 0; i < 5; i++) {
+        put(ids_for(rng));
+        FL_ASSERT_OK_CACHE(fl_prepared_launch(p.get(), stream), c.get());
+      }
+      FL_ASSERT_OK_CACHE(fl_prepared_wait(p.get()), c.get());
+      if (cuda) {
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        for (size_t t = 0; t < nt; t++)
+          cudaMemcpy(out[t].data(), dev[2 * t + 1], out[t].size(), cudaMemcpyDeviceToHost);
+      }
+      FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nt, FL_MISSING_ZERO, nullptr),
+                         store_.get());
+      for (size_t t = 0; t < nt; t++) ASSERT_EQ(out[t], want[t]) << "back to back, table " << t;
+      // An out-of-range id in a launch nobody waited for fails the next
+      // launch, once.
+      bad = ids_for(rng);
+      bad[0][3] = 50;
+      put(bad);
+      fl_status first = fl_prepared_launch(p.get(), stream);
+      fl_status second = fl_prepared_launch(p.get(), stream);
+      EXPECT_TRUE(first == FL_ERR_OUT_OF_RANGE || second == FL_ERR_OUT_OF_RANGE) << first << " " << second;
+      EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("id 50 at position 3"), std::string::npos)
+          << fl_cache_last_error(c.get());
+      EXPECT_EQ(fl_prepared_wait(p.get()), FL_OK);
+      if (cuda) {
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      }
+      FL_ASSERT_OK_CACHE(run(ids_for(rng)), c.get());
+      EXPECT_EQ(fl_prepared_launch(nullptr, stream), FL_ERR_INVALID_ARGUMENT);
+      EXPECT_EQ(fl_prepared_wait(nullptr), FL_ERR_INVALID_ARGUMENT);
+    }
     // Bad queries fail at prepare, with nothing returned.
     fl_prepared *none = (fl_prepared *)&raw;
     q[1].table = 9;
@@ -870,6 +912,13 @@ TEST_P(CacheTest, PreparedQueryAnswersLikeQuery) {
 // and (CUDA, flat layout) scattered by the prepared query's graph alone.
 TEST_P(CacheTest, PreparedQueryReadsDenseMissesInItsGraph) {
   PreparedAnswersLikeQuery(1024, 3, 0.0);
+}
+
+// Launched runs (CUDA: the answerer gathers while the graph waits at its
+// gate), misses gathered by the host, then mixed with rows read in place.
+TEST_P(CacheTest, PreparedLaunchAnswersLikeQuery) {
+  PreparedAnswersLikeQuery(0, tables_.size(), 0.7, true);
+  PreparedAnswersLikeQuery(1024, tables_.size(), 0.7, true);
 }
 
 TEST_P(CacheTest, BudgetIsRespected) {

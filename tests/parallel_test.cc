@@ -129,8 +129,12 @@ void Post(fl_courier *k, Delivery *d, uint64_t key) {
   fl_courier_post(k, fl_courier_job{deliver, drop, d, key, &d->ticket});
 }
 
-TEST(Courier, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
-  fl_courier *k = fl_courier_create();
+// Both a courier that sleeps between jobs and one that spins for the next
+// (spin_ns), with posts now back to back, now spaced beyond its spin.
+class CourierSpin : public testing::TestWithParam<uint64_t> {};
+
+TEST_P(CourierSpin, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
+  fl_courier *k = fl_courier_create(GetParam());
   ASSERT_NE(k, nullptr);
   constexpr int kJobs = 200;
   std::atomic<int> log{0};
@@ -140,6 +144,7 @@ TEST(Courier, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
   for (int i = 0; i < kJobs; i++) {
     jobs[i] = {&log, order.data(), i, &ran_on[i], nullptr};
     Post(k, &jobs[i], i);
+    if (i % 50 == 49) std::this_thread::sleep_for(std::chrono::microseconds(300));
   }
   fl_courier_idle(k);
   ASSERT_EQ(log.load(), kJobs);
@@ -152,10 +157,12 @@ TEST(Courier, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
   fl_courier_destroy(k);
 }
 
+INSTANTIATE_TEST_SUITE_P(SleepOrSpin, CourierSpin, testing::Values(0ull, 100000ull));
+
 // While the first job runs, posts return at once; a waiting job is shed by
 // the next of its key, which takes its place in the queue.
 TEST(Courier, PostNeverWaitsAndANewerJobShedsTheWaitingOneOfItsKey) {
-  fl_courier *k = fl_courier_create();
+  fl_courier *k = fl_courier_create(0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[5] = {-1, -1, -1, -1, -1};
@@ -189,7 +196,7 @@ TEST(Courier, PostNeverWaitsAndANewerJobShedsTheWaitingOneOfItsKey) {
 }
 
 TEST(Courier, ShedTakesOnlyAWaitingJobAndWaitWaitsForARunningOne) {
-  fl_courier *k = fl_courier_create();
+  fl_courier *k = fl_courier_create(0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[2] = {-1, -1};
@@ -222,7 +229,7 @@ TEST(Courier, ShedTakesOnlyAWaitingJobAndWaitWaitsForARunningOne) {
 }
 
 TEST(Courier, DestroyRunsEveryWaitingJob) {
-  fl_courier *k = fl_courier_create();
+  fl_courier *k = fl_courier_create(0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[2] = {-1, -1};

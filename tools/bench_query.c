@@ -2,11 +2,12 @@
  * Kaggle tables (fp32 dim 32, Zipf 1.05 ids scattered by a fixed bijection):
  *   - all-hit fl_query latency for batches of 16,384 and 256 samples, flat
  *     layout against the per-table layout at the same budget, device buffers,
- *     and the same flat batches as prepared queries (fl_prepared_run); with
+ *     and the same flat batches as prepared queries (fl_prepared_run) and
+ *     launched ones (fl_prepared_launch, the stream, fl_prepared_wait); with
  *     each, the p50 of the call's own time (the host time before the stream
  *     wait);
- *   - the 256-sample batch with 5% of its keys missing, through fl_query and
- *     prepared: before each timed run, N positions (56; --miss-per-table N)
+ *   - the 256-sample batch with 5% of its keys missing, through fl_query,
+ *     prepared and launched: before each timed run, N positions (56; --miss-per-table N)
  *     of each of the 6 largest tables get ids never queried before (dense
  *     tables); the misses read in place by the GPU (cfg.zero_copy_rows
  *     1024), then gathered by the host (0, the default: rows "host");
@@ -148,14 +149,21 @@ static void fresh_misses(batch *b, cold_ids *k) {
   }
 }
 
-/* One query, through the prepared handle when p; returns the call's own
- * time in us (the stream is waited for after). */
-static double query(fl_cache *c, fl_prepared *p, batch *b, cudaStream_t s) {
+/* How a batch is asked: fl_query, fl_prepared_run, or fl_prepared_launch
+ * (then the stream, then fl_prepared_wait). */
+enum { ASK_QUERY, ASK_RUN, ASK_LAUNCH };
+
+/* One query, through the prepared handle when p (launched: ask); returns
+ * the call's own time in us (the stream is waited for after). */
+static double query(fl_cache *c, fl_prepared *p, int ask, batch *b, cudaStream_t s) {
   double t0 = now_us();
-  fl_status st = p ? fl_prepared_run(p, s) : fl_query(c, b->q, N_TABLES, s);
+  fl_status st = !p ? fl_query(c, b->q, N_TABLES, s)
+                 : ask == ASK_LAUNCH ? fl_prepared_launch(p, s) : fl_prepared_run(p, s);
   double t1 = now_us();
   if (st != FL_OK) die(p ? "fl_prepared_run" : "fl_query", fl_cache_last_error(c));
   if (cudaStreamSynchronize(s) != cudaSuccess) die("cuda", "stream synchronize failed");
+  if (p && ask == ASK_LAUNCH && fl_prepared_wait(p) != FL_OK)
+    die("fl_prepared_wait", fl_cache_last_error(c));
   return t1 - t0;
 }
 
@@ -178,19 +186,19 @@ static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, 
  * (prepared: through one prepared handle). cold: before each timed run, new
  * never-queried ids for the batch's cold positions (fresh_misses, untimed);
  * NULL: all hits. The hit rate is over the timed runs. */
-static result measure(fl_cache *c, batch *b, const char *layout, int prepared, cold_ids *cold,
+static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_ids *cold,
                       int reps, cudaStream_t s) {
   fl_prepared *p = NULL;
-  if (prepared && fl_query_prepare(c, b->q, N_TABLES, &p) != FL_OK)
+  if (ask != ASK_QUERY && fl_query_prepare(c, b->q, N_TABLES, &p) != FL_OK)
     die("fl_query_prepare", fl_cache_last_error(c));
-  for (int i = 0; i < 3; i++) query(c, p, b, s);
+  for (int i = 0; i < 3; i++) query(c, p, ask, b, s);
   fl_cache_stats st;
   fl_cache_stats_reset(c);
   double *t = malloc(reps * sizeof *t), *call = malloc(reps * sizeof *call);
   for (int r = 0; r < reps; r++) {
     if (cold) fresh_misses(b, cold);
     double t0 = now_us();
-    call[r] = query(c, p, b, s);
+    call[r] = query(c, p, ask, b, s);
     t[r] = now_us() - t0;
   }
   fl_cache_stats_get(c, &st, NULL, 0);
@@ -241,16 +249,17 @@ int main(int argc, char **argv) {
   batch big, small;
   make_batch(&big, 16384, card, 1);
   make_batch(&small, 256, card, 2);
-  result res[10];
+  result res[16];
   int n_res = 0;
-  const fl_layout layouts[3] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT};
-  const char *names_l[3] = {"flat", "per-table", "prepared"};
-  for (int l = 0; l < 3; l++) {
+  const fl_layout layouts[4] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT, FL_LAYOUT_FLAT};
+  const char *names_l[4] = {"flat", "per-table", "prepared", "launched"};
+  const int asks[4] = {ASK_QUERY, ASK_QUERY, ASK_RUN, ASK_LAUNCH};
+  for (int l = 0; l < 4; l++) {
     fl_cache *c = make_cache(store, layouts[l], o.budget, 0, 0);
-    res[n_res++] = measure(c, &big, names_l[l], l == 2, NULL, o.reps, s);
+    res[n_res++] = measure(c, &big, names_l[l], asks[l], NULL, o.reps, s);
     fl_cache_destroy(c);
     c = make_cache(store, layouts[l], o.budget, 0, 0);
-    res[n_res++] = measure(c, &small, names_l[l], l == 2, NULL, o.reps, s);
+    res[n_res++] = measure(c, &small, names_l[l], asks[l], NULL, o.reps, s);
     fl_cache_destroy(c);
   }
   /* The 5%-miss small batch, flat, through fl_query and prepared: its 336
@@ -259,12 +268,12 @@ int main(int argc, char **argv) {
   cold_ids cold;
   cold_init(&cold, card, o.miss_per_table);
   double miss_pct = 100.0 * MISS_TABLES * o.miss_per_table / (small.samples * N_TABLES);
-  static char names_m[4][32];
-  const char *kind[4] = {"flat", "prep", "flat", "prep"};
-  for (int m = 0; m < 4; m++) {
-    snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m], miss_pct, m < 2 ? "" : " host");
-    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 2 ? 1024 : 0);
-    res[n_res++] = measure(c, &small, names_m[m], m % 2, &cold, o.reps, s);
+  static char names_m[6][32];
+  const char *kind[3] = {"flat", "prep", "launch"};
+  for (int m = 0; m < 6; m++) {
+    snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m % 3], miss_pct, m < 3 ? "" : " host");
+    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 3 ? 1024 : 0);
+    res[n_res++] = measure(c, &small, names_m[m], m % 3, &cold, o.reps, s);
     fl_cache_destroy(c);
   }
   for (uint32_t t = 0; t < N_TABLES; t++) {  /* all hits again, for the kernel times */
@@ -277,17 +286,17 @@ int main(int argc, char **argv) {
    * around them: cfg.profile). */
   fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
   fl_cache_stats st;
-  for (int i = 0; i < 3; i++) query(c, NULL, &small, s);
+  for (int i = 0; i < 3; i++) query(c, NULL, ASK_QUERY, &small, s);
   fl_cache_stats_reset(c);
-  for (int r = 0; r < o.reps; r++) query(c, NULL, &small, s);
+  for (int r = 0; r < o.reps; r++) query(c, NULL, ASK_QUERY, &small, s);
   fl_cache_stats_get(c, &st, NULL, 0);
   double small_index_us = st.gpu_ns_index / o.reps / 1e3, small_copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
   fl_cache_destroy(c);
   /* Probe rate: the fused index kernel's device time on the all-hit batch. */
   c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
-  for (int i = 0; i < 3; i++) query(c, NULL, &big, s);
+  for (int i = 0; i < 3; i++) query(c, NULL, ASK_QUERY, &big, s);
   fl_cache_stats_reset(c);
-  for (int r = 0; r < o.reps; r++) query(c, NULL, &big, s);
+  for (int r = 0; r < o.reps; r++) query(c, NULL, ASK_QUERY, &big, s);
   fl_cache_stats_get(c, &st, NULL, 0);
   uint64_t keys_per_batch = 16384ull * N_TABLES;
   double index_us = st.gpu_ns_index / o.reps / 1e3, copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
