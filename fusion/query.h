@@ -83,11 +83,11 @@ void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_q
  * its scratch back to the cache. */
 fl_cuda_plan *fl_cuda_plan_create(void);
 void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl);
-/* Whether the plan's next runs leave their host half (the counters, the
- * gather, the gate of the graph) to the cache's answerer and return at once
- * (fl_prepared_launch), or do it on the calling thread. Runs without the
- * gated graph (the first, one after a failure, outputs in host memory)
- * always answer on the calling thread. */
+/* Whether the plan's next runs are launches (fl_prepared_launch): they
+ * replay the graph with the gate and leave their host half (the counters,
+ * the gather, the gate, the round) to the cache's answerer, returning at
+ * once. Runs without that graph (the first, one after a failure, outputs in
+ * host memory) answer on the calling thread, as fl_prepared_run does. */
 void fl_cuda_plan_set_async(fl_cuda_plan *pl, int async);
 /* Waits for the host half of the plan's last run; returns the failure of a
  * run not reported yet, once. */

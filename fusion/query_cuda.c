@@ -17,12 +17,12 @@
  *      after the upload. The query's scratch stays busy until the round is
  *      over.
  * Outputs in unregistered host memory go through a device buffer and one
- * download at the end. A prepared query's graph (from its second run) holds
- * steps 1, 2, 4 and a scatter behind a gate (fl_gate): the host's rows come
- * from the pinned staging, read by the GPU once the host raises the gate,
- * so that nothing after the launch needs a CUDA call, and the host's part
- * (3, 5, 6: the answer) can be left to the cache's answerer thread
- * (fl_prepared_launch). */
+ * download at the end. A prepared query replays 1, 2 and 4 as a graph from
+ * its second run; a launched one (fl_prepared_launch) replays a graph that
+ * also holds a scatter behind a gate (fl_gate): the host's rows come from
+ * the pinned staging, read by the GPU once the host raises the gate, so
+ * nothing after the launch needs a CUDA call, and the host's part (3, 5, 6:
+ * the answer) is left to the cache's answerer thread. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,14 +382,14 @@ struct fl_cuda_plan {
   uint8_t **host_out;     /* per arg: the caller's output in host memory, or NULL */
   uint64_t index_threads, copy_threads;
   void *exec;             /* cudaGraphExec_t, NULL until built */
+  void *exec_gated;       /* the same with the gate (fl_gate) for launches; NULL: none */
   int no_graph;           /* building it failed: direct launches */
   int zc_graph;           /* the graph reads the misses of a qualifying batch in place and,
                              when that is all of them, scatters them (zero_copy.h) */
-  int gated;              /* the graph also scatters the host's rows, after its gate
-                             (fl_gate): no output in host memory to download after */
   uint32_t ticket;        /* the last run's gate ticket */
-  int async;              /* this run's answer is the answerer's (fl_prepared_launch) */
-  gated_answer answer;    /* the host's half of the last gated run */
+  int async;              /* a launch (fl_prepared_launch): the gated graph, and the
+                             answer is the answerer's */
+  gated_answer answer;    /* the host's half of the last launched run */
   uint64_t answer_ticket; /* the answerer's ticket for it, 0 once answered */
   fl_status answer_st;    /* a launched run's failure not reported yet, and its message */
   char answer_msg[512];
@@ -418,6 +418,7 @@ void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl) {
     fl_cuda_scratch_release(c, pl->x);
   }
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
+  if (pl->exec_gated) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec_gated);
   free(pl->dargs);
   free(pl->host_out);
   free(pl->answer.hargs);
@@ -583,32 +584,39 @@ static fl_status wait_counters(fl_cache *c, const uint32_t *flag, cudaStream_t s
   }
 }
 
-/* Builds the plan's index phase as a graph, node by node (after a run that
- * left the miss set empty: the graph never clears it). On failure the plan
- * keeps direct launches. */
-static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m) {
+/* One graph of the plan's index phase, built node by node; NULL on failure. */
+static void *plan_graph(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m, int gated) {
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
   void *last = NULL;
   int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
   fl_launch_to to = {NULL, g, &last};
-  /* Outputs in unregistered host memory come down after the scatter: then
-   * the host scatters, outside the graph. */
-  int gated = 1;
-  for (uint32_t a = 0; a < b->n_args; a++) gated = gated && !pl->host_out[a];
   ok = ok && launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
                                 b->c->cuda->zc_limit, gated, to, NULL) == 0;
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
-  if (!ok) {
-    if (exec) cudaGraphExecDestroy(exec);
+  if (!ok && exec) cudaGraphExecDestroy(exec);
+  return ok ? exec : NULL;
+}
+
+/* Builds the plan's graphs (after a run that left the miss set empty: they
+ * never clear it): one for runs (the host scatters its rows after it), one
+ * with the gate for launches. The gate's two kernels cost a run that does
+ * not wait at it 3 to 4 us on the H100, so runs keep the plain one.
+ * Outputs in unregistered host memory come down after the scatter, outside
+ * a graph: then no gated graph. On failure the plan keeps direct launches
+ * (and launches answer as runs). */
+static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m) {
+  int gated = 1;
+  for (uint32_t a = 0; a < b->n_args; a++) gated = gated && !pl->host_out[a];
+  pl->exec = plan_graph(b, pl, m, 0);
+  if (!pl->exec) {
     pl->no_graph = 1;
     return;
   }
-  pl->exec = exec;
+  pl->exec_gated = gated ? plan_graph(b, pl, m, 1) : NULL;
   pl->zc_graph = b->c->cuda->zc_limit != 0;
-  pl->gated = gated;
 }
 
 /* Gate tickets: below FL_GATE_FAILED, never 0 (a kept scratch's gate
@@ -732,11 +740,11 @@ static void answer_drop(void *ctx) {
   __atomic_store_n(&pl->answer_ticket, 0, __ATOMIC_RELEASE);
 }
 
-/* Readies the run's answer (the batch's args copied: the caller's are
- * gone once the call returns) and answers it here, or hands it to the
- * answerer when launched (fl_prepared_launch). Takes *gen. */
-static fl_status answer_run_or_post(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m,
-                                    uint64_t **gen, int want_refs, uint64_t t0) {
+/* Readies a launched run's answer (the batch's args copied: the caller's
+ * are gone once the call returns) and hands it to the answerer. Takes
+ * *gen. */
+static void post_answer(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m, uint64_t **gen,
+                        int want_refs, uint64_t t0) {
   gated_answer *a = &pl->answer;
   memcpy(a->hargs, b->args, b->n_args * sizeof *b->args);
   memcpy(a->hquery_of, b->query_of, b->n_args * sizeof *b->query_of);
@@ -751,11 +759,9 @@ static fl_status answer_run_or_post(fl_part_batch *b, fl_cuda_plan *pl, const fl
   a->t0 = t0;
   a->ticket = pl->ticket;
   a->want_refs = want_refs;
-  if (!pl->async) return answer(a);
   fl_courier_post(b->c->answerer,
                   (fl_courier_job){answer_deliver, answer_drop, a, (uint64_t)(uintptr_t)pl,
                                    &pl->answer_ticket});
-  return FL_OK;
 }
 
 /* Waits for the plan's last answer; returns a launched run's failure not
@@ -887,6 +893,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   /* A prepared query's graph: its work orders after the previous run's on
    * any stream (plan_reuse). */
   int graph = pl && pl->exec && !clear_set && !profiled;
+  int gated = graph && pl->async && pl->exec_gated;
   /* Generations before any row is read (the GPU may read rows in place). */
   if (!(gen = malloc(c->n_tables * sizeof *gen))) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -894,7 +901,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   }
   fl_misses_generations(c, gen);
   if (graph) {
-    TRY(cudaGraphLaunch((cudaGraphExec_t)pl->exec, stream));
+    TRY(cudaGraphLaunch((cudaGraphExec_t)(gated ? pl->exec_gated : pl->exec), stream));
   } else {
     TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, 0,
                            (fl_launch_to){stream, NULL, NULL},
@@ -905,15 +912,15 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
    * runs instead of being woken once the counters are up. */
   if (atomic_load_explicit(&c->gathered_last, memory_order_relaxed))
     fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
-  if (graph && pl->gated) {
+  if (gated) {
     /* Everything this run does on the stream is in the graph. */
     end_uses(c, x, ticket, stream);
     pl->last_stream = (void *)stream;
-    st = answer_run_or_post(b, pl, &m, &gen, want_refs, t0);
+    post_answer(b, pl, &m, &gen, want_refs, t0);
     free(gen);
     for (int i = 0; i < 3; i++)
       if (prof[i]) cudaEventDestroy(prof[i]);
-    return st;
+    return FL_OK;
   }
   /* The counters are up while hits are copied. */
   if ((st = wait_counters(c, (const uint32_t *)(H + l.h_flag), stream)) != FL_OK) goto done;
