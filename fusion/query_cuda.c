@@ -82,7 +82,7 @@ static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   o = l->header_end;
   l->h_counters = o, o = align256(o + l->counter_bytes);
   l->h_flag = o, o = align256(o + 4);
-  l->h_gate = o, o = align256(o + 4);
+  l->h_gate = o, o = align256(o + sizeof(fl_gate_bad)); /* raised word, out-of-range id */
   l->h_uniq_ids = o, o = align256(o + n * 8);
   l->h_uniq_refs = o, o = align256(o + n * 8);
   l->h_upload = o, o = align256(o + upload);
@@ -549,22 +549,23 @@ static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, 
   if (!e && zc_limit)
     e = fl_launch_scatter_in_place(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
                                    zc_limit, stage_base, staging, to);
-  fl_gate g = {(const uint32_t *)(H + l->h_gate), (const uint32_t *)(D + l->run) + 2,
-               (uint32_t *)(D + l->gate), (const uint64_t *)(H + l->h_upload),
-               H + l->h_upload + align256(b->n_args * 8ull)};
+  fl_gate g = {(const uint32_t *)(H + l->h_gate), (fl_gate_bad *)(H + l->h_gate),
+               (const uint32_t *)(D + l->run) + 2, (uint32_t *)(D + l->gate),
+               (const uint64_t *)(H + l->h_upload), H + l->h_upload + align256(b->n_args * 8ull)};
   if (!e && gated)
     e = fl_launch_gated_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
                                 zc_limit, g, (uint64_t *)stage_base, (uint8_t *)staging, to);
   return e;
 }
 
-/* Waits for the index kernel's counters (fl_publish): spins on the flag and,
- * every ~20 us, asks the stream whether the kernel failed or ended without
- * raising it. */
-static fl_status wait_counters(fl_cache *c, const uint32_t *flag, cudaStream_t stream) {
-  uint64_t next_check = fl_now_ns() + 20000;
+/* Waits until the device writes `want` to a word of pinned memory: spins
+ * on it and, every check_ns, asks the stream whether its kernel failed or
+ * ended without writing it (`what` names the kernel and the word). */
+static fl_status wait_word(fl_cache *c, const uint32_t *word, uint32_t want, uint64_t check_ns,
+                           cudaStream_t stream, const char *what) {
+  uint64_t next_check = fl_now_ns() + check_ns;
   for (uint32_t i = 1;; i++) {
-    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return FL_OK;
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
     if (i % 64) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -573,16 +574,18 @@ static fl_status wait_counters(fl_cache *c, const uint32_t *flag, cudaStream_t s
     }
     uint64_t now = fl_now_ns();
     if (now < next_check) continue;
-    next_check = now + 20000;
+    next_check = now + check_ns;
     cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaErrorNotReady) continue;
-    if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return FL_OK;
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
     (void)cudaGetLastError();
-    return fl_fail(c, FL_ERR_CUDA, "the fused index kernel %s",
-                   e == cudaSuccess ? "ended without publishing its counters"
-                                    : cudaGetErrorString(e));
+    return fl_fail(c, FL_ERR_CUDA, "%s: %s", what,
+                   e == cudaSuccess ? "the kernel ended without writing it" : cudaGetErrorString(e));
   }
 }
+
+/* Waits for the index kernel's counters (fl_publish). */
+#define COUNTERS_WHAT "the fused index kernel's counters"
 
 /* One graph of the plan's index phase, built node by node; NULL on failure. */
 static void *plan_graph(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m, int gated) {
@@ -618,6 +621,10 @@ static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m)
   pl->exec_gated = gated ? plan_graph(b, pl, m, 1) : NULL;
   pl->zc_graph = b->c->cuda->zc_limit != 0;
 }
+
+/* How often the answerer asks the stream whether a kernel it waits for
+ * failed. */
+#define FL_ANSWER_CHECK_NS 1000000ull
 
 /* Gate tickets: below FL_GATE_FAILED, never 0 (a kept scratch's gate
  * starts at 0). */
@@ -659,7 +666,10 @@ static fl_status answer(gated_answer *a) {
   uint32_t *gate = (uint32_t *)(H + l->h_gate);
   round_job *round = NULL;
   uint64_t n_miss = 0, bad = ~0ull;
-  fl_status st = wait_counters(c, (const uint32_t *)(H + l->h_flag), (cudaStream_t)b->stream);
+  /* The stream is asked about failures rarely: any CUDA call here might
+   * wait behind another thread's call that waits for a gate. */
+  fl_status st = wait_word(c, (const uint32_t *)(H + l->h_flag), 1, FL_ANSWER_CHECK_NS,
+                           (cudaStream_t)b->stream, COUNTERS_WHAT);
   if (st == FL_OK) {
     uint64_t t1 = fl_now_ns();
     atomic_fetch_add(&c->ns_index, t1 - a->t0);
@@ -683,14 +693,12 @@ static fl_status answer(gated_answer *a) {
   /* The rows are in the staging (the fetch's threads are done). */
   __atomic_store_n(gate, a->ticket | (ok ? 0u : FL_GATE_FAILED), __ATOMIC_RELEASE);
   if (st == FL_OK && !ok) {
-    /* Read after the gate: a copy on the legacy stream would wait for it. */
-    uint64_t id;
-    uint32_t k = fl_batch_find((const uint64_t *)(H + l->offsets), b->n_args, bad);
-    cudaError_t e = cudaMemcpy(&id, pl->dargs[k].ids + (bad - b->args[k].key_offset), 8,
-                               cudaMemcpyDeviceToHost);
-    st = e == cudaSuccess ? fl_query_range_error(b, bad, id)
-                          : fl_fail(c, FL_ERR_CUDA, "reading an out-of-range id: %s",
-                                    cudaGetErrorString(e));
+    /* The gate kernel hands over the id (no copy: it could wait behind
+     * another handle's shut gate, which this thread must raise). */
+    const fl_gate_bad *gb = (const fl_gate_bad *)(H + l->h_gate);
+    st = wait_word(c, &gb->ticket, a->ticket, FL_ANSWER_CHECK_NS, (cudaStream_t)b->stream,
+                   "the gate kernel's out-of-range id");
+    if (st == FL_OK) st = fl_query_range_error(b, bad, __atomic_load_n(&gb->id, __ATOMIC_ACQUIRE));
   }
   if (ok) {
     x->clean_set = D + l->set_ids;
@@ -838,7 +846,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     if (pl) {
       pl->dargs = dargs, pl->host_out = host_out, pl->l = l, pl->x = x;
       fl_cuda_scratch_keep(c, x);
-      *(uint32_t *)(x->host + l.h_gate) = 0; /* no ticket is 0: the gate starts shut */
+      memset(x->host + l.h_gate, 0, sizeof(fl_gate_bad)); /* no ticket is 0: shut */
       pl->index_threads = index_threads, pl->copy_threads = copy_threads;
     }
   }
@@ -923,7 +931,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     return FL_OK;
   }
   /* The counters are up while hits are copied. */
-  if ((st = wait_counters(c, (const uint32_t *)(H + l.h_flag), stream)) != FL_OK) goto done;
+  if ((st = wait_word(c, (const uint32_t *)(H + l.h_flag), 1, 20000, stream, COUNTERS_WHAT)) != FL_OK)
+    goto done;
   uint64_t t1 = fl_now_ns();
   atomic_fetch_add(&c->ns_index, t1 - t0);
   n_miss = counters[0];

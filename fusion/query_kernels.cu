@@ -286,17 +286,26 @@ __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_o
                m.counters[0]);
 }
 
-// The gate of a prepared query's graph (fl_gate), one warp: for a batch with
-// rows for the host, waits until the host raises the gate for this run (one
+// The gate of a prepared query's graph (fl_gate), one warp: first hands the
+// host a run's out-of-range id (the host makes no copy while gates may be
+// shut); then, for a batch with rows for the host, waits until the host raises the gate for this run (one
 // thread polling host memory: a poller per block would queue every block's
 // reads behind the others' over PCIe), then gives its verdict to the
 // scatter in device memory and copies the host's staging offsets.
-__global__ void gate_wait(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                          const fl_zc_table *zc, uint64_t limit, fl_gate g, uint64_t *stage_base) {
+__global__ void gate_wait(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
+                          fl_miss_out m, const fl_zc_table *zc, uint64_t limit, fl_gate g,
+                          uint64_t *stage_base) {
+  const uint32_t want = *g.ticket;
+  const uint64_t bad = m.counters[1];
+  if (threadIdx.x == 0 && bad != ~0ull) {
+    const fl_batch_arg &a = args[fl_batch_find(key_offsets, n_args, bad)];
+    g.bad->id = a.ids[bad - a.key_offset];
+    __threadfence_system();
+    *(volatile uint32_t *)&g.bad->ticket = want;
+  }
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_host_rows(qualify, all, limit)) return;
-  const uint32_t want = *g.ticket;
   uint32_t v = 0;
   if (threadIdx.x == 0) {
     while (((v = __ldcv(g.raised)) & ~FL_GATE_FAILED) != want) __nanosleep(1000);
@@ -397,7 +406,7 @@ extern "C" int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t 
                                        uint64_t limit, fl_gate g, uint64_t *stage_base,
                                        uint8_t *staging, fl_launch_to to) {
   if (n_args == 0) return 0;
-  void *wait[] = {&args, &n_args, &m, &zc, &limit, &g, &stage_base};
+  void *wait[] = {&args, &key_offsets, &n_args, &m, &zc, &limit, &g, &stage_base};
   cudaError_t e = fl_launch_kernel(to, (const void *)gate_wait, 1, 32, 0, wait);
   if (e != cudaSuccess) return (int)e;
   // One block per SM: small batches are what the gate serves; a large

@@ -79,14 +79,25 @@ int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_off
  * call, which waits for the stream held at the gate. Tickets stay below
  * FL_GATE_FAILED and are never 0. */
 #define FL_GATE_FAILED 0x80000000u
+/* Pinned host memory, device-mapped, one per prepared query: the gate's word
+ * (raised by the host), then the out-of-range id of a run that has one, as
+ * the gate kernel reads it for the host's message, and that run's ticket
+ * once the id is there. */
+typedef struct fl_gate_bad {
+  uint32_t raised;
+  uint32_t ticket;
+  uint64_t id;
+} fl_gate_bad;
 typedef struct fl_gate {
-  const uint32_t *raised;          /* pinned host memory, device-mapped: the host's word */
+  const uint32_t *raised;          /* &bad->raised */
+  fl_gate_bad *bad;
   const uint32_t *ticket;          /* device: this run's ticket (in the uploaded header) */
   uint32_t *open;                  /* device: the ticket once the gate opened for this run */
   const uint64_t *host_stage_base; /* pinned, device-mapped: the host's staging offsets */
   const uint8_t *host_staging;     /* and rows */
 } fl_gate;
-/* After the zero-copy kernels: when the batch has rows for the host
+/* After the zero-copy kernels: hands the host a run's out-of-range id
+ * (fl_gate_bad), then, when the batch has rows for the host
  * (fl_zc_host_rows, decided on the device), waits for the gate, then copies
  * the host's staging offsets and the rows of the args not read in place
  * into the device's staging (stage_base, staging: the admission round reads
