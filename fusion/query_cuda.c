@@ -651,9 +651,10 @@ static void end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, cudaStream_t st
 /* The host's half of a gated run (gated_answer), after the launch: waits
  * for the counters, gathers the rows that are the host's into the pinned
  * staging, raises the gate (failed too: the graph must not wait for ever),
- * then hands the round to the courier. Before the gate it makes no CUDA
- * call (fl_gate) and waits for nothing on the device but the counters: the
- * run's stream is held at the gate until then. */
+ * then hands the round to the courier. Before the gate it makes no copy or
+ * launch (fl_gate), only a rare stream query, and waits for nothing on the
+ * device but the counters: the run's stream is held at the gate until
+ * then. Nor after it: another handle's gate may be shut. */
 static fl_status answer(gated_answer *a) {
   fl_part_batch *b = &a->b;
   fl_cuda_plan *pl = a->pl;

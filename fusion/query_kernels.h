@@ -75,7 +75,7 @@ int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_off
  * gather into pinned staging, then raises the gate: it writes this run's
  * ticket (or the ticket | FL_GATE_FAILED when the run failed: nothing to
  * scatter) to a word of pinned memory that the graph polls. The host makes
- * no CUDA call for it: one could wait behind another thread's synchronous
+ * no copy or launch for it: one could wait behind another thread's synchronous
  * call, which waits for the stream held at the gate. Tickets stay below
  * FL_GATE_FAILED and are never 0. */
 #define FL_GATE_FAILED 0x80000000u
