@@ -612,6 +612,68 @@ TEST_P(CacheTest, MissingIdUnderErrorPolicyFailsAndChangesNothing) {
   }
 }
 
+// A launched prepared run (CUDA: its host part on the answerer, its graph
+// waiting at the gate) whose gather fails: fl_prepared_wait names the table
+// and id, nothing of the run is admitted, and the handle goes on answering.
+TEST_P(CacheTest, MissingIdInALaunchedRunFailsAndChangesNothing) {
+  fl_config cfg = Config(8 << 20, 1.0);
+  cfg.missing = FL_MISSING_ERROR;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  const uint64_t absent = HashedId(4500);  // the store holds HashedId(k) for k < 4000
+  std::vector<uint64_t> ids = {HashedId(1), HashedId(2), HashedId(2)}, dense = {5, 7, 5};
+  std::vector<float> out(ids.size() * 16), out2(dense.size() * 64);
+  std::vector<float> want(out.size()), want2(out2.size());
+  void *d_ids = nullptr, *d_dense = nullptr, *d_out = nullptr, *d_out2 = nullptr;
+  fl_table_query q[2] = {{2, dense.data(), dense.size(), out2.data()},
+                         {3, ids.data(), ids.size(), out.data()}};
+  if (cuda) {
+    ASSERT_EQ(cudaMalloc(&d_ids, ids.size() * 8), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_dense, dense.size() * 8), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out, out.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_out2, out2.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_dense, dense.data(), dense.size() * 8, cudaMemcpyHostToDevice), cudaSuccess);
+    q[0] = {2, (const uint64_t *)d_dense, dense.size(), d_out2};
+    q[1] = {3, (const uint64_t *)d_ids, ids.size(), d_out};
+  }
+  fl_prepared *raw = nullptr;
+  FL_ASSERT_OK_CACHE(fl_query_prepare(c.get(), q, 2, &raw), c.get());
+  std::unique_ptr<fl_prepared, void (*)(fl_prepared *)> p(raw, fl_prepared_destroy);
+  auto launch = [&](std::vector<uint64_t> next) {
+    ids = next;
+    if (cuda) cudaMemcpy(d_ids, ids.data(), ids.size() * 8, cudaMemcpyHostToDevice);
+    fl_status st = fl_prepared_launch(p.get(), nullptr);
+    if (st == FL_OK) st = fl_prepared_wait(p.get());
+    if (cuda) {
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost);
+      cudaMemcpy(out2.data(), d_out2, out2.size() * 4, cudaMemcpyDeviceToHost);
+    }
+    return st;
+  };
+  // Two good runs: the second is a launch with the gated graph.
+  for (int i = 0; i < 2; i++) FL_ASSERT_OK_CACHE(launch({HashedId(1), HashedId(2), HashedId(2)}), c.get());
+  fl_cache_stats before = Stats(c.get());
+  // A new id the store holds, then one it lacks.
+  EXPECT_EQ(launch({HashedId(3), absent, HashedId(2)}), FL_ERR_NOT_FOUND);
+  std::string msg = fl_cache_last_error(c.get());
+  EXPECT_NE(msg.find("hashed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(absent)), std::string::npos) << msg;
+  fl_cache_stats after = Stats(c.get());
+  EXPECT_EQ(after.admissions, before.admissions);
+  EXPECT_EQ(after.index_entries, before.index_entries);
+  // Still answering, the id of the failed run included.
+  FL_ASSERT_OK_CACHE(launch({HashedId(3), HashedId(4), HashedId(1)}), c.get());
+  fl_table_query w[2] = {{2, dense.data(), dense.size(), want2.data()},
+                         {3, ids.data(), ids.size(), want.data()}};
+  FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w, 2, FL_MISSING_ZERO, nullptr), store_.get());
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(out2, want2);
+  p.reset();
+  for (void *d : {d_ids, d_dense, d_out, d_out2}) cudaFree(d);
+}
+
 TEST_P(CacheTest, ClearDropsEverything) {
   fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);
