@@ -1,7 +1,7 @@
 /* admit_round.c: the host side of CUDA admission rounds (see admit_round.h):
  * the device state's layout, the round's graph, settling a finished round's
- * status into the part's counts, and taking slots for the reservoirs from
- * the pool. */
+ * status into the part's counts, taking slots for the reservoirs from the
+ * pool, and the limbo ring of evicted slabs. */
 #include "cache/admit_round.h"
 
 #include <cuda_runtime_api.h>
@@ -77,6 +77,7 @@ static fl_status io_alloc(fl_cache *c, const void *err, fl_admit_round *r, uint6
   r->dev.count = (unsigned long long *)(d + l.count);
   r->evict.taken = r->dev.count + FL_ROUND_EVICTED;
   r->evict_in = d + l.evict;
+  r->dev.ev = (const fl_evict_in *)r->evict_in;
   r->dev.fill_n = (const uint64_t *)(d + l.fill_n);
   r->dev.skip = d + l.skip;
   r->dev.fill = (const uint64_t *)(d + l.fill);
@@ -131,7 +132,7 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
   cudaFree(r->io_d);
   cudaFreeHost(r->io_h);
   cudaFreeHost(r->status_h);
-  cudaFreeHost(r->evict_locs);
+  cudaFreeHost(r->limbo);
   free(r->res);
   free(r->ret);
   free(r->cap);
@@ -177,14 +178,18 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   cudaError_t e = cudaEventSynchronize((cudaEvent_t)r->event);
   fl_cuda_event_release(c, r->event);
   r->event = NULL;
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    /* It may or may not have recycled its released slabs: they are
+     * dropped, never handed out twice. */
+    r->limbo_tail = r->limbo_released;
     return fl_fail(c, FL_ERR_CUDA, "admission round of part %u failed: %s", part,
                    cudaGetErrorString(e));
+  }
   return apply_status(c, part);
 }
 
 /* Applies a finished round's status (status_h) to the part's counts, and
- * hands its evicted slabs to reclamation. */
+ * marks its evicted slabs, now in limbo, with one reclamation epoch. */
 static fl_status apply_status(fl_cache *c, uint32_t part) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
@@ -200,10 +205,22 @@ static fl_status apply_status(fl_cache *c, uint32_t part) {
     r->top[k] = r->status_h[k];
     p->reserved_bytes += r->top[k] * p->pool.classes[k].slot_bytes;
   }
+  /* The slabs handed to this round are on its reservoir now. */
+  atomic_fetch_add(&c->slabs_recycled, r->limbo_released - r->limbo_tail);
+  r->limbo_tail = r->limbo_released;
   uint64_t evicted = count[FL_ROUND_EVICTED];
   if (evicted > r->evict_want) evicted = r->evict_want;
   r->evict_want = 0;
-  return fl_cache_retire_removed(c, part, FL_ENTRY_CACHED, r->evict_locs, evicted, 1);
+  if (evicted == 0) return FL_OK;
+  p->entries -= evicted < p->entries ? evicted : p->entries;
+  atomic_fetch_add(&c->evictions, evicted);
+  r->limbo_head += evicted;
+  /* With every mark taken (a query has held the horizon back for many
+   * rounds), the newest absorbs this one: its later epoch releases both
+   * later, never too early. */
+  if (r->n_marks == FL_LIMBO_MARKS) r->n_marks--;
+  r->marks[r->n_marks++] = (fl_limbo_mark){r->limbo_head, fl_reclaim_mark(&c->reclaim)};
+  return FL_OK;
 }
 
 /* Grows class k's reservoir and return list to hold `want` slots (the
@@ -274,11 +291,19 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   return FL_OK;
 }
 
-/* Undoes refill when its round will not run: the new slots go back to the
- * pool. */
+/* Undoes refill when its round will not run: the new slots, and limbo
+ * slabs released to the round's reservoir, go back to the pool. */
 static void unfill(fl_cache *c, uint32_t part) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
+  uint64_t recycled = r->limbo_released - r->limbo_tail;
+  for (uint64_t i = r->limbo_tail; i < r->limbo_released; i++)
+    fl_pool_free(&p->pool, r->limbo[i % r->limbo_cap]);
+  if (recycled) {
+    r->top[0] -= recycled;
+    p->reserved_bytes -= recycled * p->pool.classes[0].slot_bytes;
+    r->limbo_tail = r->limbo_released;
+  }
   io_layout l;
   io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
   uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
@@ -292,26 +317,61 @@ static void unfill(fl_cache *c, uint32_t part) {
   }
 }
 
-/* Asks the round to evict `want` cached entries (fl_evict_in in the input
- * block), with room for their slabs. */
+/* Releases the limbo slabs whose marks the reclamation horizon has passed
+ * (admit_round.h): in a part of one class onto its reservoir, by the
+ * round's first kernel (r->top counts them from here), else, or when the
+ * reservoir cannot grow, back to the pool now. */
+static void release_limbo(fl_cache *c, uint32_t part) {
+  fl_part *p = &c->parts[part];
+  fl_admit_round *r = p->round;
+  uint64_t horizon = r->n_marks ? fl_cache_horizon(c) : 0, end = r->limbo_released;
+  uint32_t k = 0;
+  while (k < r->n_marks && r->marks[k].epoch < horizon) end = r->marks[k++].end;
+  if (k == 0) return;
+  memmove(r->marks, r->marks + k, (r->n_marks - k) * sizeof *r->marks);
+  r->n_marks -= k;
+  uint64_t n = end - r->limbo_released;
+  if (r->dev.n_classes == 1 && (r->top[0] + n <= r->cap[0] || grow(c, r, 0, r->top[0] + n) == FL_OK)) {
+    r->top[0] += n;
+    p->reserved_bytes += n * p->pool.classes[0].slot_bytes;
+  } else {
+    for (uint64_t i = r->limbo_released; i < end; i++)
+      fl_pool_free(&p->pool, r->limbo[i % r->limbo_cap]);
+    fl_pool_compact(&p->pool);
+    r->limbo_tail = end;
+  }
+  r->limbo_released = end;
+}
+
+/* Asks the round to evict `want` cached entries and to recycle what
+ * release_limbo gave it (fl_evict_in in the input block), growing the ring
+ * to hold the slabs still in use and the new ones. The part's last round
+ * is over: nothing reads the ring. */
 static fl_status ask_eviction(fl_cache *c, fl_admit_round *r, uint64_t want) {
-  if (want > r->evict_cap) {
-    uint64_t cap = r->evict_cap ? 2 * r->evict_cap : 4096;
-    while (cap < want) cap *= 2;
-    uint64_t *locs = NULL;
+  uint64_t live = r->limbo_head - r->limbo_tail;
+  if (live + want > r->limbo_cap) {
+    uint64_t cap = r->limbo_cap ? 2 * r->limbo_cap : 4096;
+    while (cap < live + want) cap *= 2;
+    uint64_t *ring = NULL;
     /* Pinned memory is mapped at the same address for the device (UVA):
-     * the evict kernel writes the slabs straight into it. */
-    cudaError_t e = cudaMallocHost((void **)&locs, cap * 8);
+     * the kernels write and read the slabs straight in it. */
+    cudaError_t e = cudaMallocHost((void **)&ring, cap * 8);
     if (e != cudaSuccess)
       return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "allocating room for %llu evicted slabs: %s",
                      (unsigned long long)cap, cudaGetErrorString(e));
-    cudaFreeHost(r->evict_locs);
-    r->evict_locs = locs, r->evict_cap = cap;
+    for (uint64_t i = r->limbo_tail; i < r->limbo_head; i++) ring[i % cap] = r->limbo[i % r->limbo_cap];
+    cudaFreeHost(r->limbo);
+    r->limbo = ring, r->limbo_cap = cap;
   }
   io_layout l;
   io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
-  fl_evict_in in = {want, r->evict_locs,
-                    (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED), 0};
+  fl_evict_in in = {.want = want,
+                    .ring = r->limbo,
+                    .ring_cap = r->limbo_cap,
+                    .at = r->limbo_head,
+                    .recycle_from = r->limbo_tail,
+                    .recycle_n = r->limbo_released - r->limbo_tail,
+                    .now = (uint32_t)__atomic_load_n(&c->batch, __ATOMIC_RELAXED)};
   memcpy(r->io_h + l.evict, &in, sizeof in);
   r->evict_want = want;
   return FL_OK;
@@ -330,17 +390,28 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   fl_cache_collect(c);
   st = fl_cache_trim_unified(c, part);
   if (st != FL_OK) return st; /* nothing taken from the pool yet */
-  /* The watermarks' eviction runs in the round (ask_eviction), so its
-   * slabs come back to the pool a round later than a host eviction's:
-   * the reservoirs' slack covers that. */
+  release_limbo(c, part);
+  /* The eviction runs in the round (ask_eviction), so its slabs serve
+   * rounds two or more later, once no query can read them: the
+   * reservoirs' slack covers that. */
   uint64_t want = fl_cache_evict_want(c, part, 0);
   int starved = 0;
   st = refill(c, part, need, &starved);
-  /* A class with no slot and no page: evict now, the slabs come back to
-   * the pool for later rounds; the round need not evict again. */
+  /* A class with no slot and no page. In a part of one class the round
+   * admits what its slots allow and evicts as a starved pool must; its
+   * slabs serve the rounds after the next. A class among several needs
+   * whole pages, which only a prompt eviction frees (the host's, now: its
+   * slabs are back in the pool a round earlier, and compaction empties
+   * pages); with the round's eviction, admission dwindled in
+   * ChurnRecyclesEverySlab under memcheck's slow timing. */
   if (st == FL_OK && starved) {
-    st = fl_cache_make_room(c, part, 1);
-    want = 0;
+    atomic_fetch_add(&c->rounds_starved, 1);
+    if (r->dev.n_classes == 1) {
+      want = fl_cache_evict_want(c, part, 1);
+    } else {
+      st = fl_cache_make_room(c, part, 1);
+      want = 0;
+    }
   }
   if (st == FL_OK) st = ask_eviction(c, r, want);
   if (st != FL_OK) {

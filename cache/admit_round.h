@@ -22,11 +22,22 @@
  * Slots whose insert did not publish go back on the reservoir on the device.
  *
  * Eviction: a round first evicts what the watermarks ask for (evict.c's
- * count, taken at prepare): the age histogram, the pick and the tombstoning
- * run as the graph's first kernels, with no host step between them; the
- * evicted slabs are written to pinned memory and go to reclamation when the
- * round settles. Only a starved class (no slot, no free page) still evicts
- * at prepare, from the host, as the host backend does.
+ * count, taken at prepare), or, in a part of one slab class whose class is
+ * starved (no slot, no free page), what a starved pool frees: the age
+ * histogram, the pick and the tombstoning run as the graph's first
+ * kernels, with no host step between them. The round admits with the
+ * slots it has; what it evicts serves later rounds. A starved class among
+ * several still evicts at prepare, from the host, as the host backend
+ * does: it needs whole pages back soon.
+ *
+ * Limbo: the evicted slabs go to a pinned ring (written by the kernel), and
+ * the host marks each round's share with one reclamation epoch when it
+ * settles (fl_reclaim_mark), not slab by slab. Once no query can read them
+ * (fl_reclaim_horizon), a later prepare releases them: in a part of one
+ * slab class, straight onto the reservoir by that round's first kernel, so
+ * the host never touches them (an eviction burst of 235,000 slabs cost the
+ * host 2-5 ms one by one); in a part of several classes, back to the pool
+ * one by one, so that memory can move to another class.
  *
  * Rounds of one part never overlap: prepare waits for the last round first
  * (by then it is normally long over). Everything here runs under c->lock. */
@@ -71,6 +82,7 @@ typedef struct fl_admit_dev {
   const uint64_t *fill_n;    /* per class: slots of `fill` this round stocks */
   const uint64_t *fill;      /* new slots from the pool, class after class */
   const uint8_t *skip;       /* per table: 1 when the store changed it since the fetch */
+  const fl_evict_in *ev;     /* the round's eviction and recycling (in the input block) */
   uint32_t *ret_n;           /* per class: slots to put back (insert not published) */
   uint32_t *cand;            /* per class and priority bucket: coin winners */
   uint32_t *base;            /* per class and bucket: rank of the bucket's first winner */
@@ -84,6 +96,13 @@ typedef struct fl_admit_dev {
  * sized for batches of up to keys_cap keys. Returns a cudaError_t. */
 typedef int (*fl_round_kernels)(fl_launch_to to, const void *args_d, fl_admit_dev d,
                                 uint64_t keys_cap);
+
+/* Limbo slabs [previous mark's end, end) were evicted in reclamation epoch
+ * `epoch` (fl_reclaim_mark). */
+typedef struct fl_limbo_mark {
+  uint64_t end, epoch;
+} fl_limbo_mark;
+#define FL_LIMBO_MARKS 16
 
 typedef struct fl_admit_round {
   fl_admit_dev dev;   /* views into io_d and fixed_d */
@@ -100,8 +119,14 @@ typedef struct fl_admit_round {
   void *event;        /* cudaEvent_t: the round in flight is over when it fires */
   fl_evict_dev evict; /* the eviction's device state (in fixed_d; taken in the status) */
   void *evict_in;     /* device: its fl_evict_in in the input block */
-  uint64_t *evict_locs; /* pinned: the slabs the eviction took, evict_cap of them */
-  uint64_t evict_cap, evict_want; /* its room; what the round in flight was asked for */
+  uint64_t evict_want; /* what the round in flight was asked to evict */
+  uint64_t *limbo;    /* pinned: the limbo ring (fl_evict_in), limbo_cap slots */
+  uint64_t limbo_cap;
+  /* Ring positions, counting up: [tail, released) were handed to the round
+   * in flight (recycled or freed), [released, head) wait for their marks. */
+  uint64_t limbo_tail, limbo_released, limbo_head;
+  fl_limbo_mark marks[FL_LIMBO_MARKS]; /* per evicting round, oldest first */
+  uint32_t n_marks;
   fl_status failed;   /* a launch failure not reported yet (fl_round_failed) */
   char failed_msg[256];
 } fl_admit_round;
@@ -141,6 +166,10 @@ fl_status fl_round_launch(struct fl_cache *c, uint32_t part, const void *args, s
 /* Keeps the failure of a round launched after its query returned, for the
  * next settle to report. */
 void fl_round_failed(struct fl_cache *c, uint32_t part, fl_status st, const char *msg);
+/* Evicted slabs in limbo not released yet (admit_round.h). */
+static inline uint64_t fl_round_in_limbo(const fl_admit_round *r) {
+  return r->limbo_head - r->limbo_released;
+}
 
 #ifdef __cplusplus
 }

@@ -442,6 +442,8 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
   out->zero_copy_rows = atomic_load(&m->zero_copy_rows);
   out->rounds_shed = atomic_load(&m->rounds_shed);
+  out->rounds_starved = atomic_load(&m->rounds_starved);
+  out->slabs_recycled = atomic_load(&m->slabs_recycled);
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
   fl_cache_settle(m, 0, 0);
@@ -491,4 +493,6 @@ void fl_cache_stats_reset(fl_cache *c) {
   atomic_store(&c->gpu_ns_hit_copy, 0);
   atomic_store(&c->zero_copy_rows, 0);
   atomic_store(&c->rounds_shed, 0);
+  atomic_store(&c->rounds_starved, 0);
+  atomic_store(&c->slabs_recycled, 0);
 }

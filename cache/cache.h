@@ -90,7 +90,7 @@ struct fl_cache {
   _Atomic uint64_t queries, admissions, evictions, invalidations;
   _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
   _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait, ns_miss_cpu;
-  _Atomic uint64_t zero_copy_rows, rounds_shed;
+  _Atomic uint64_t zero_copy_rows, rounds_shed, rounds_starved, slabs_recycled;
   _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
   _Atomic int gathered_last;  /* CUDA: the last batch gathered rows on the host
                                  (fusion/query_cuda.c) */
@@ -134,6 +134,9 @@ fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind
                                   uint64_t n, int evicted);
 /* Frees what no running query can read. */
 void fl_cache_collect(fl_cache *c);
+/* fl_reclaim_horizon of the cache's reclamation: slabs marked in an earlier
+ * epoch are free to reuse. */
+uint64_t fl_cache_horizon(fl_cache *c);
 /* Applies finished CUDA admission rounds to the counts; wait = 1 waits for
  * the rounds in flight; report = 1 also reports rounds that could not be
  * launched (fl_round_report). Settles every part; returns the first

@@ -42,17 +42,19 @@ __device__ void count_ages(fl_index_view v, fl_entry_kind kind, uint32_t now,
 // Tombstones the picked entries of `kind` (evict_pick.h): those older than
 // bucket b, and `quota` of bucket b, claimed through *in_b. At most cap are
 // taken, each claiming its place in locs through *taken before its erase,
-// so that no slab is removed without a place to go.
+// so that no slab is removed without a place to go: the t-th taken goes to
+// locs[(at + t) % ring_cap] (a ring of ring_cap >= cap free places from at).
 __device__ void evict_picked(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
                              uint64_t quota, unsigned long long *in_b,
-                             unsigned long long *taken, uint64_t *locs, uint64_t cap) {
+                             unsigned long long *taken, uint64_t *locs, uint64_t cap,
+                             uint64_t at, uint64_t ring_cap) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (!fl_index_is_kind(&v, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
     if (bucket < b || (bucket == b && atomicAdd(in_b, 1ull) >= quota)) continue;
     unsigned long long t = atomicAdd(taken, 1ull);
-    if (t < cap) locs[t] = fl_index_erase_slot(&v, i);
+    if (t < cap) locs[(at + t) % ring_cap] = fl_index_erase_slot(&v, i);
   }
 }
 
@@ -63,7 +65,7 @@ __global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t n
 
 __global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b, uint64_t quota,
                              uint64_t *locs, unsigned long long *counters) {
-  evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots);
+  evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots, 0, v.slots);
 }
 
 __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs) {
@@ -98,7 +100,7 @@ __global__ void round_pick(const fl_evict_in *in, fl_evict_dev d) {
 __global__ void round_evict(fl_index_view v, const fl_evict_in *in, fl_evict_dev d) {
   if (in->want)
     evict_picked(v, FL_ENTRY_CACHED, in->now, (uint32_t)d.pick[0], d.pick[1], &d.pick[2], d.taken,
-                 in->locs, in->want);
+                 in->ring, in->want, in->at, in->ring_cap);
 }
 
 }  // namespace

@@ -23,12 +23,18 @@ int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t 
 int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                     void *stream);
 
-/* An admission round's eviction (cache/admit_round.h), read by its kernels
- * from the round's input block. */
+/* An admission round's eviction and recycling (cache/admit_round.h), read
+ * by its kernels from the round's input block. Evicted slabs wait in the
+ * limbo ring until no query can read them; positions count up, slot
+ * position % ring_cap holds the slab. */
 typedef struct fl_evict_in {
-  uint64_t want;  /* cached entries to evict, the coldest first (0: none) */
-  uint64_t *locs; /* pinned host memory, mapped: their slab addresses, room for want */
-  uint32_t now;   /* batch counter: an entry's age is now - its timestamp */
+  uint64_t want;         /* cached entries to evict, the coldest first (0: none) */
+  uint64_t *ring;        /* pinned host memory, mapped: the limbo ring */
+  uint64_t ring_cap;     /* its slots; [at, at + want) are free for this round */
+  uint64_t at;           /* where this round's evicted slabs go */
+  uint64_t recycle_from; /* single-class parts: the released slabs [from, from + n) */
+  uint64_t recycle_n;    /*   go onto the reservoir, under its new slots */
+  uint32_t now;          /* batch counter: an entry's age is now - its timestamp */
   uint32_t pad_;
 } fl_evict_in;
 
@@ -42,7 +48,8 @@ typedef struct fl_evict_dev {
 
 /* Adds the eviction to `to` (a round's graph): the age histogram of cached
  * entries, the pick (evict_pick.h), and the tombstoning of the picked
- * entries, their slabs written to in->locs. Does nothing when want is 0. */
+ * entries, their slabs written to the ring from in->at. Does nothing when
+ * want is 0. */
 int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
                           fl_evict_dev d);
 

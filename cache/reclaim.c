@@ -61,7 +61,7 @@ static int retire_locked(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32
   return 0;
 }
 
-static uint64_t collect_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
+static uint64_t horizon_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
   uint64_t oldest = r->epoch;
   for (uint32_t i = 0; i < r->n_inflight; i++) {
     fl_inflight *f = &r->inflight[i];
@@ -74,6 +74,11 @@ static uint64_t collect_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
     }
     if (f->start < oldest) oldest = f->start;
   }
+  return oldest;
+}
+
+static uint64_t collect_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
+  uint64_t oldest = horizon_locked(r, h);
   /* Retired entries are in epoch order: free the prefix older than every
    * running query, keep the rest. */
   uint64_t k = 0;
@@ -106,6 +111,20 @@ int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t 
   int rc = retire_locked(r, locs, n, part);
   pthread_mutex_unlock(&r->mu);
   return rc;
+}
+
+uint64_t fl_reclaim_mark(fl_reclaim *r) {
+  pthread_mutex_lock(&r->mu);
+  uint64_t e = r->epoch++;
+  pthread_mutex_unlock(&r->mu);
+  return e;
+}
+
+uint64_t fl_reclaim_horizon(fl_reclaim *r, const fl_reclaim_hooks *h) {
+  pthread_mutex_lock(&r->mu);
+  uint64_t e = horizon_locked(r, h);
+  pthread_mutex_unlock(&r->mu);
+  return e;
 }
 
 uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h) {

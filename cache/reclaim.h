@@ -55,5 +55,13 @@ typedef struct fl_reclaim_hooks {
 
 /* Frees what no running query can read. Returns slabs freed. */
 uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h);
+/* For removals whose slabs the owner keeps (a CUDA round's evicted slabs,
+ * admit_round.h): marks the removal, complete as above, and returns its
+ * epoch. Its slabs may be reused once fl_reclaim_horizon is past it. */
+uint64_t fl_reclaim_mark(fl_reclaim *r);
+/* The oldest epoch a running query began in (the current one when none
+ * runs): slabs retired or marked in an earlier epoch are free to reuse.
+ * Releases the events of queries that have ended, as collect does. */
+uint64_t fl_reclaim_horizon(fl_reclaim *r, const fl_reclaim_hooks *h);
 
 #endif

@@ -1,6 +1,8 @@
-// admit_kernels.cu: a CUDA admission round, five kernels added to the
-// part's round graph on the maintenance stream (cache/admit_round.h); their
-// arguments are in device memory, uploaded by the graph. choose: one thread
+// admit_kernels.cu: a CUDA admission round, five kernels (six in a part of
+// one slab class) added to the part's round graph on the maintenance stream
+// (cache/admit_round.h); their arguments are in device memory, uploaded by
+// the graph. recycle (one class only): the limbo slabs the host released go
+// onto the reservoir, under the round's new slots. choose: one thread
 // per uid decides (the coin, the pointer rule) and ranks coin winners per
 // class and priority bucket. grant: stocks the reservoirs with the round's
 // new slots, then per class the buckets' first ranks (most frequent first)
@@ -40,6 +42,16 @@ __device__ bool unique_row(const fl_admit_batch &b, uint64_t uid, uint32_t *arg,
   fl_code code = b.codes[a.table];
   fl_code_encode(&code, b.v.key_bits, id, key);  // in range: the index kernel encoded it
   return true;
+}
+
+// The host counted the released slabs and the new slots in top[0]: the
+// reservoir reads [old top, + recycle_n) released, then fill_n[0] new.
+__global__ void recycle(fl_admit_dev d) {
+  const fl_evict_in *ev = d.ev;
+  uint64_t n = ev->recycle_n, first = d.top[0] - d.fill_n[0] - n;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    d.res[0][first + i] = ev->ring[(ev->recycle_from + i) % ev->ring_cap];
 }
 
 __global__ void choose(const fl_admit_args *args, fl_admit_dev d) {
@@ -173,7 +185,9 @@ extern "C" int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admi
   void *ad[] = {&a, &d}, *dev[] = {&d}, *args[] = {&a};
   const dim3 block(kThreads);
   cudaError_t e = cudaSuccess;
-  if (d.n_classes) {
+  if (d.n_classes == 1)  // a few blocks a SM: most rounds recycle nothing, a burst 235,000 slabs
+    e = fl_launch_kernel(to, (const void *)recycle, 132 * 4, block, 0, dev);
+  if (d.n_classes && e == cudaSuccess) {
     e = fl_launch_kernel(to, (const void *)choose, grid_for(keys_cap), block, 0, ad);
     if (e == cudaSuccess) e = fl_launch_kernel(to, (const void *)grant, 1, block, 0, dev);
     if (e == cudaSuccess)

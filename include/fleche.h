@@ -430,6 +430,11 @@ typedef struct fl_cache_stats {
   uint64_t rounds_shed;       /* CUDA: admission rounds dropped before they started, because
                                  a newer batch's round for the same part came first: those
                                  batches' misses were answered but not admitted */
+  uint64_t rounds_starved;    /* CUDA: admission rounds that found a slab class with no free
+                                 slot and no free page; such a round evicts first */
+  uint64_t slabs_recycled;    /* CUDA: evicted slabs an admission round put back on its
+                                 reservoir on the device, with no host work per slab (parts
+                                 of one slab class); in other parts they return to the pool */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

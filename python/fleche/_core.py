@@ -154,6 +154,8 @@ class CacheStats:
     ns_miss_host_cpu: float
     zero_copy_rows: int
     rounds_shed: int
+    rounds_starved: int
+    slabs_recycled: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property

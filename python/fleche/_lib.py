@@ -142,6 +142,8 @@ class fl_cache_stats(Structure):
         ("ns_miss_host_cpu", c_double),
         ("zero_copy_rows", c_uint64),
         ("rounds_shed", c_uint64),
+        ("rounds_starved", c_uint64),
+        ("slabs_recycled", c_uint64),
     ]
 
 
