@@ -1,0 +1,83 @@
+// reclaim_test.cc: batch-based reclamation on the host (cache/reclaim.c):
+// when retired slabs are freed, and when a removal marked as a whole (a CUDA
+// round's evicted slabs, fl_reclaim_mark) may be reused (fl_reclaim_horizon).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+extern "C" {
+#include "cache/reclaim.h"
+}
+
+namespace {
+
+// Hooks over plain memory: an "event" is an int that is nonzero once fired.
+struct Owner {
+  std::vector<uint64_t> freed;
+  int released = 0;
+};
+
+fl_reclaim_hooks Hooks(Owner *o) {
+  fl_reclaim_hooks h;
+  h.free_slab = [](void *ctx, uint32_t, uint64_t loc) { ((Owner *)ctx)->freed.push_back(loc); };
+  h.event_done = [](void *, void *ev) { return *(int *)ev; };
+  h.release_event = [](void *ctx, void *) { ((Owner *)ctx)->released++; };
+  h.ctx = o;
+  return h;
+}
+
+class Reclaim : public testing::Test {
+ protected:
+  void SetUp() override { fl_reclaim_init(&r_); }
+  void TearDown() override { fl_reclaim_destroy(&r_); }
+  fl_reclaim r_{};
+  Owner o_;
+};
+
+TEST_F(Reclaim, AMarkIsReusableOnlyAfterTheQueriesBeforeItEnd) {
+  fl_reclaim_hooks h = Hooks(&o_);
+  int64_t before = fl_reclaim_begin(&r_);
+  ASSERT_GE(before, 0);
+  uint64_t mark = fl_reclaim_mark(&r_);
+  int64_t after = fl_reclaim_begin(&r_);  // began after the removal: cannot read the slabs
+  ASSERT_GE(after, 0);
+  EXPECT_LE(fl_reclaim_horizon(&r_, &h), mark) << "a query that began before the mark runs";
+  fl_reclaim_end(&r_, before, nullptr);
+  EXPECT_GT(fl_reclaim_horizon(&r_, &h), mark) << "only a later query runs";
+  fl_reclaim_end(&r_, after, nullptr);
+  EXPECT_TRUE(o_.freed.empty()) << "a mark frees nothing itself";
+}
+
+TEST_F(Reclaim, AQueryOnAStreamHoldsTheMarkUntilItsEventFires) {
+  fl_reclaim_hooks h = Hooks(&o_);
+  int64_t t = fl_reclaim_begin(&r_);
+  int fired = 0;
+  fl_reclaim_end(&r_, t, &fired);  // its reads end when the stream gets there
+  uint64_t mark = fl_reclaim_mark(&r_);
+  EXPECT_LE(fl_reclaim_horizon(&r_, &h), mark);
+  EXPECT_EQ(o_.released, 0);
+  fired = 1;
+  EXPECT_GT(fl_reclaim_horizon(&r_, &h), mark);
+  EXPECT_EQ(o_.released, 1) << "the fired event goes back to its owner once";
+  EXPECT_GT(fl_reclaim_horizon(&r_, &h), mark);
+  EXPECT_EQ(o_.released, 1);
+}
+
+TEST_F(Reclaim, RetiredSlabsAreFreedInEpochOrderOnceNoQueryCanReadThem) {
+  fl_reclaim_hooks h = Hooks(&o_);
+  int64_t q1 = fl_reclaim_begin(&r_);
+  const uint64_t first[] = {10, 11};
+  ASSERT_EQ(fl_reclaim_retire(&r_, first, 2, 0), 0);
+  int64_t q2 = fl_reclaim_begin(&r_);
+  const uint64_t second[] = {20};
+  ASSERT_EQ(fl_reclaim_retire(&r_, second, 1, 0), 0);
+  EXPECT_EQ(fl_reclaim_collect(&r_, &h), 0u) << "q1 may read both";
+  fl_reclaim_end(&r_, q1, nullptr);
+  EXPECT_EQ(fl_reclaim_collect(&r_, &h), 2u) << "q2 began after the first removal";
+  EXPECT_EQ(o_.freed, (std::vector<uint64_t>{10, 11}));
+  fl_reclaim_end(&r_, q2, nullptr);
+  EXPECT_EQ(fl_reclaim_collect(&r_, &h), 1u);
+  EXPECT_EQ(o_.freed.back(), 20u);
+}
+
+}  // namespace
