@@ -572,7 +572,8 @@ class Cache(_Owner):
         makes the C handle (on CUDA it finds once where each buffer lives, and
         its runs replay the lookup's launches as one CUDA graph).
         PreparedQuery.run() then only orders the streams and calls
-        fl_prepared_run. The cache's C object is destroyed only once its
+        fl_prepared_run (launch() and wait(): fl_prepared_launch and
+        fl_prepared_wait). The cache's C object is destroyed only once its
         prepared queries are closed (or collected), even after Cache.close().
 
         Between runs the caller may change the contents of the ids (fill them
@@ -659,27 +660,35 @@ class Cache(_Owner):
         return _Binding(array("Q", words), result, owners, handle, source, torch_device,
                         dlpack, allocated)
 
-    def _launch(self, b: "_Binding", handle: int, prepared: Optional[Handle] = None) -> None:
+    def _launch(self, b: "_Binding", handle: int, prepared: Optional[Handle] = None,
+                call: Any = None) -> None:
         """Runs a bound query on stream `handle`: makes it wait for torch's
         current stream when the two differ (record_stream of the outputs
-        fleche allocated, once per stream), then one fl_query (or
-        fl_prepared_run of `prepared`), GIL released."""
+        fleche allocated, once per stream), then one fl_query, or with
+        `prepared` one call(prepared, handle) (fl_prepared_run or
+        fl_prepared_launch), GIL released."""
         if b.torch_device:
             consumer = torch_order(handle, self._device)
             if consumer is not None and b.allocated and handle not in b.recorded:
                 for o in b.allocated:  # torch's allocator may reuse them only after `handle`
                     o.record_stream(consumer)
                 b.recorded.add(handle)
+        if prepared is None:
+            self._call(L.fl_query, b.address, b.count, handle)
+        else:
+            self._call_prepared(prepared, call, handle)
+
+    def _call_prepared(self, prepared: Handle, fn: Any, *args: Any) -> None:
+        """Calls fn(prepared's pointer, *args) (fl_prepared_*) while the cache
+        and the prepared query stay open; raises on error with the cache's
+        message (C records a prepared query's failures on its cache)."""
         ptr = self._h.enter()  # a closed cache refuses prepared runs too
         try:
-            if prepared is None:
-                self._check(L.fl_query(ptr, b.address, b.count, handle), ptr)
-            else:
-                pptr = prepared.enter()
-                try:
-                    self._check(L.fl_prepared_run(pptr, handle), ptr)
-                finally:
-                    prepared.leave()
+            pptr = prepared.enter()
+            try:
+                self._check(fn(pptr, *args), ptr)
+            finally:
+                prepared.leave()
         finally:
             self._h.leave()
 
@@ -788,7 +797,9 @@ class _Binding:
 
 class PreparedQuery:
     """A query with its buffers bound once (Cache.prepare): run() costs one
-    fl_prepared_run and the stream ordering, none of query()'s checks.
+    fl_prepared_run and the stream ordering, none of query()'s checks;
+    launch() then wait() split a run so that the calling thread does not
+    wait for the host's part of it (fl_prepared_launch, fl_prepared_wait).
 
         q = cache.prepare({"user": ids}, out={"user": vecs})   # or out=None: allocated here
         for batch in batches:
@@ -851,17 +862,67 @@ class PreparedQuery:
         Raises:
             InvalidArgument (this query or its cache is closed, a bad stream),
             OutOfRange (a dense id >= corpus size), NotFound (missing="error"),
-            and the other fleche.Error subclasses with the library's message.
+            and the other fleche.Error subclasses with the library's message;
+            also the failure of an earlier launch() that wait() did not
+            report (this run then does nothing: run again).
         """
         b = self._binding()
+        self._start(b, stream, L.fl_prepared_run)
+        return b.result
+
+    def launch(self, stream: Any = None) -> None:
+        """Starts a run without waiting for the host's part of it (one
+        fl_prepared_launch, GIL released); wait() then gives its status.
+
+        CUDA, a query of the flat layout whose outputs are all device memory,
+        from its second run on: the call enqueues the run (one graph launch)
+        on the stream and returns; the cache's answerer thread gathers the
+        rows the GPU cannot read in place meanwhile. The outputs are complete
+        when the stream reaches the point of this call, provided wait()
+        returns without raising. Every other run (host backend, per-table
+        layout, the first run, host outputs) answers before returning, as
+        run() does: on the host backend the outputs are complete on return
+        and wait() has nothing to wait for.
+
+        Args:
+            stream: as for run().
+        Raises:
+            as run(): checks and failures found before the run is enqueued
+            (on the host backend, every failure), and the failure of an
+            earlier launch that wait() did not report (this launch then does
+            nothing: launch again). A failure found by the host's part of
+            this launch (an id out of range, missing="error") raises from
+            wait(), or else from the next launch() or run().
+        """
+        self._start(self._binding(), stream, L.fl_prepared_launch)
+
+    def wait(self) -> None:
+        """Waits for the host's part of the last launch() (fl_prepared_wait,
+        GIL released; not for the stream: device outputs are complete when
+        the stream gets there). Returns at once when nothing is in flight
+        (nothing launched, host backend, or already waited for).
+
+        Raises:
+            InvalidArgument (this query or its cache is closed), OutOfRange,
+            NotFound and the other fleche.Error subclasses with the library's
+            message, for the last launch's failure, once: that run's outputs
+            are undefined and nothing of it is admitted; the query and the
+            cache stay usable.
+        """
+        self._binding()
+        self._cache._call_prepared(self._h, L.fl_prepared_wait)
+
+    def _start(self, b: _Binding, stream: Any, call: Any) -> None:
+        """run() and launch(): the stream of `stream` (None: the arrays'
+        current one), its ordering after the DLPack objects' pending work,
+        then call (fl_prepared_run or fl_prepared_launch) on it."""
         if stream is None:
             handle = b.source() if b.source is not None else 0
         else:
             handle = stream_handle(stream)
         for obj, what in b.dlpack:
             dlpack_order(obj, what, handle)
-        self._cache._launch(b, handle, self._h)
-        return b.result
+        self._cache._launch(b, handle, self._h, call)
 
     def close(self) -> None:
         """Destroys the C handle after a run in flight and releases the buffers

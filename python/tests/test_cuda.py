@@ -51,10 +51,11 @@ class DLPackOnly:
 @pytest.fixture
 def c_calls(monkeypatch):
     """The queries C ran during a test: ([(table, ids, n, out), ...], stream)
-    per fl_query and per fl_prepared_run (whose spans are the ones its handle
-    was prepared with)."""
+    per fl_query and per fl_prepared_run or fl_prepared_launch (whose spans
+    are the ones its handle was prepared with)."""
     lib = fleche._lib.lib
     real_query, real_prepare, real_run = lib.fl_query, lib.fl_query_prepare, lib.fl_prepared_run
+    real_launch = lib.fl_prepared_launch
     calls, prepared = [], {}
 
     def spans(queries, n):
@@ -75,9 +76,14 @@ def c_calls(monkeypatch):
         calls.append((prepared[p], stream or 0))
         return real_run(p, stream)
 
+    def launch(p, stream):
+        calls.append((prepared[p], stream or 0))
+        return real_launch(p, stream)
+
     monkeypatch.setattr(lib, "fl_query", query)
     monkeypatch.setattr(lib, "fl_query_prepare", prepare)
     monkeypatch.setattr(lib, "fl_prepared_run", run)
+    monkeypatch.setattr(lib, "fl_prepared_launch", launch)
     return calls
 
 
@@ -470,6 +476,75 @@ def test_prepared_bad_cuda_inputs_fail_at_prepare(gcache, c_calls):
     with pytest.raises(fleche.InvalidArgument, match="pass out="):
         gcache.prepare({"user": DLPackOnly(ids)})
     assert not c_calls
+
+
+def no_run(p, stream):
+    raise AssertionError("fl_prepared_run called: launch() must call fl_prepared_launch")
+
+
+@needs_cuda
+@pytest.mark.parametrize("how", ["current", "argument"])
+def test_prepared_launch_and_wait_match_the_store(store, gcache, c_calls, monkeypatch, how):
+    # Device ids and outputs, the flat layout: from the second launch on, the
+    # gated graph (the host's part on the answerer thread, fl_prepared_wait).
+    monkeypatch.setattr(fleche._lib.lib, "fl_prepared_run", no_run)
+    rng = np.random.default_rng(34)
+    n = {t.name: int(rng.integers(1, 300)) for t in store.tables}
+    ids = {name: torch.zeros(k, dtype=torch.int64, device=DEV) for name, k in n.items()}
+    q = gcache.prepare(ids)  # outputs allocated on torch's current stream
+    ptrs = {name: o.data_ptr() for name, o in q.outputs.items()}
+    spans_want = [(store.table_index(name), ids[name].data_ptr(), k, ptrs[name])
+                  for name, k in n.items()]
+    s = torch.cuda.Stream(device=DEV) if how == "argument" else None
+    for _ in range(6):  # refilled in place: misses, admissions, then hits
+        on = s if s is not None else torch.cuda.current_stream(DEV)
+        want = {t.name: random_ids(rng, t, n[t.name], 0.2) for t in store.tables}
+        for name, a in want.items():
+            ids[name].copy_(as_torch(a, DEV))  # pending on torch's current stream
+        for o in q.outputs.values():
+            o.fill_(float("nan"))  # a launch that wrote nothing fails the check
+        assert q.launch(stream=s) is None
+        spans, stream = c_calls[-1]
+        assert spans == spans_want
+        assert stream == on.cuda_stream
+        q.wait()
+        on.synchronize()
+        for name, a in want.items():
+            assert q.outputs[name].data_ptr() == ptrs[name]
+            np.testing.assert_array_equal(numpy_of(q.outputs[name]), store.gather(name, a))
+        gcache.sync()
+    st = gcache.stats()
+    assert st.misses > 0 and st.admissions > 0 and st.hits > 0
+
+
+@needs_cuda
+def test_prepared_launch_out_of_range_raises_once_and_stays_usable(store, gcache):
+    rng = np.random.default_rng(35)
+    ids = torch.zeros(64, dtype=torch.int64, device=DEV)
+    q = gcache.prepare({"user": ids})
+
+    def launch_and_check(a: np.ndarray) -> None:
+        ids.copy_(as_torch(a, DEV))
+        q.launch()
+        q.wait()
+        torch.cuda.current_stream(DEV).synchronize()
+        np.testing.assert_array_equal(numpy_of(q.outputs["user"]), store.gather("user", a))
+
+    for _ in range(2):  # the second launch is the gated graph's
+        launch_and_check(rng.integers(0, 1000, 64).astype(np.uint64))
+    bad = rng.integers(0, 1000, 64).astype(np.uint64)
+    bad[3] = 1000  # a dense id >= the corpus size
+    ids.copy_(as_torch(bad, DEV))
+    with pytest.raises(fleche.OutOfRange, match="1000"):
+        q.launch()  # raises here or, from the answerer, at wait()
+        q.wait()
+    torch.cuda.synchronize(DEV)  # the failed run's stream is not broken
+    q.wait()  # reported once
+    for _ in range(3):
+        launch_and_check(rng.integers(0, 1000, 64).astype(np.uint64))
+    a = rng.integers(0, 1000, 8).astype(np.uint64)
+    np.testing.assert_array_equal(numpy_of(gcache.query({"user": as_torch(a, DEV)})["user"]),
+                                  store.gather("user", a))
 
 
 class StreamSpy(DLPackOnly):

@@ -1,20 +1,22 @@
-"""Cache.prepare and PreparedQuery.run on the host backend: answers against
-Store.gather while the bound ids are refilled in place, outputs written in
-place, the checks of query() at prepare time, lifetime, and threads."""
+"""Cache.prepare and PreparedQuery.run (and launch/wait) on the host backend:
+answers against Store.gather while the bound ids are refilled in place,
+outputs written in place, the checks of query() at prepare time, errors,
+lifetime, and threads."""
 
 import numpy as np
 import pytest
 
 import fleche
-from conftest import in_four_threads, random_ids
+from conftest import HASHED_IDS, in_four_threads, random_ids
 
 N = {"user": 64, "item": 40, "ctx": 17, "ad": 33}  # ids per table in a batch
 
 
 @pytest.fixture
 def c_calls(monkeypatch):
-    """The C query calls made, by name: fl_query, fl_query_prepare and
-    fl_prepared_run (spies on the ctypes functions)."""
+    """The C query calls made, by name: fl_query, fl_query_prepare,
+    fl_prepared_run, fl_prepared_launch and fl_prepared_wait (spies on the
+    ctypes functions)."""
     lib = fleche._lib.lib
     calls = []
 
@@ -27,7 +29,8 @@ def c_calls(monkeypatch):
 
         monkeypatch.setattr(lib, name, spy)
 
-    for name in ("fl_query", "fl_query_prepare", "fl_prepared_run"):
+    for name in ("fl_query", "fl_query_prepare", "fl_prepared_run", "fl_prepared_launch",
+                 "fl_prepared_wait"):
         spy_on(name)
     return calls
 
@@ -194,16 +197,167 @@ def test_empty_batch_and_empty_mapping(cache):
     assert cache.prepare({}).run() == {}
 
 
-def test_four_threads_each_with_its_own_prepared_query(store):
+@pytest.mark.parametrize("how", ["run", "launch"])
+def test_four_threads_each_with_its_own_prepared_query(store, how):
     def work(cache: fleche.Cache, rng: np.random.Generator) -> None:
         ids = {name: np.zeros(int(rng.integers(1, 300)), np.uint64) for name in N}
         q = cache.prepare(ids)
         outs = dict(q.outputs)
         for _ in range(40):
             want = refill(rng, store, ids)
-            got = q.run()
+            if how == "run":
+                got = q.run()
+            else:
+                q.launch()
+                q.wait()
+                got = q.outputs
             assert all(got[name] is outs[name] for name in N)
             check(store, got, want)
 
     st = in_four_threads(store, work)
     assert st.queries == 160 and st.admissions > 0
+
+
+# ------------------------------------------------------------ launch() and wait()
+
+
+def test_launches_match_the_store_as_ids_are_refilled(store, cache, c_calls):
+    rng = np.random.default_rng(23)
+    ids = {name: np.zeros(n, np.uint64) for name, n in N.items()}
+    with cache.prepare(ids) as q:
+        outs = dict(q.outputs)
+        for name, o in outs.items():
+            o[...] = np.nan  # nothing written yet: a launch that did nothing fails check()
+        for _ in range(8):
+            want = refill(rng, store, ids)
+            assert q.launch() is None
+            q.wait()
+            assert all(q.outputs[name] is outs[name] for name in N)
+            check(store, outs, want)  # the new ids' answers, not the last launch's
+    assert c_calls == ["fl_query_prepare"] + ["fl_prepared_launch", "fl_prepared_wait"] * 8
+    st = cache.stats()
+    assert st.queries == 8
+    assert st.hits > 0 and st.misses > 0 and st.admissions > 0
+
+
+def test_launch_on_the_host_backend_answers_before_returning(store, cache):
+    # The host backend answers in fl_prepared_launch, as fl_prepared_run:
+    # the outputs are complete before wait(), and launches and runs mix.
+    ids = np.array([3, 4, 5], np.uint64)
+    q = cache.prepare({"user": ids}, out={"user": np.full((3, 16), np.nan, np.float32)})
+    for k in range(3):
+        ids[:] = [3 + k, 999 - k, 7 * k]
+        q.launch(stream=0)
+        np.testing.assert_array_equal(q.outputs["user"], store.gather("user", ids))
+        q.wait()
+        ids[0] = 500 + k
+        np.testing.assert_array_equal(q.run()["user"], store.gather("user", ids))
+
+
+def test_wait_with_nothing_launched(store, cache, c_calls):
+    ids = np.array([1, 2], np.uint64)
+    q = cache.prepare({"user": ids})
+    q.wait()  # nothing launched yet
+    q.run()
+    q.wait()  # after a run
+    q.launch()
+    q.wait()
+    q.wait()  # twice
+    np.testing.assert_array_equal(q.outputs["user"], store.gather("user", ids))
+    assert c_calls.count("fl_prepared_wait") == 4
+
+
+def test_errors_from_c_at_launch(store, cache):
+    # The C contract: a failure the launch can return (every one on the host
+    # backend, which answers in the launch) raises from launch(); one found
+    # by the launch's host part raises from wait(), or else from the next
+    # launch() or run(). Either way, once, and the query stays usable.
+    ids = np.array([5, 6, 7], np.uint64)
+    q = cache.prepare({"user": ids})
+    q.launch()
+    q.wait()
+    ids[1] = 1000  # a dense id >= the corpus size
+    with pytest.raises(fleche.OutOfRange, match="1000"):
+        q.launch()
+        q.wait()
+    q.wait()  # reported once
+    ids[1] = 8
+    q.launch()
+    q.wait()
+    np.testing.assert_array_equal(q.outputs["user"], store.gather("user", ids))
+    assert cache.query({"user": ids})["user"].shape == (3, 16)  # the cache too
+
+
+def test_launch_raises_out_of_range_on_the_host_backend(cache):
+    ids = np.array([5, 1000], np.uint64)
+    q = cache.prepare({"user": ids})
+    with pytest.raises(fleche.OutOfRange, match="1000"):
+        q.launch()  # the host backend answers in the launch: the error is its own
+    q.wait()  # nothing left to report
+    before = cache.stats()
+    ids[1] = 6
+    q.launch()
+    q.wait()
+    assert cache.stats().queries == before.queries + 1
+
+
+def test_missing_error_from_a_launch(store):
+    absent = np.uint64((1 << 63) | 12345)  # HASHED_IDS are below 2**63: not in the store
+    with fleche.Cache(store, backend="host", budget_bytes=8 << 20, missing="error") as c:
+        ids = np.array([HASHED_IDS["ad"][0], absent], np.uint64)
+        q = c.prepare({"ad": ids})
+        with pytest.raises(fleche.NotFound, match=str(absent)):
+            q.launch()
+            q.wait()
+        q.wait()
+        ids[1] = HASHED_IDS["ad"][1]
+        q.launch()
+        q.wait()
+        np.testing.assert_array_equal(q.outputs["ad"], store.gather("ad", ids))
+
+
+def test_launch_and_wait_after_close(store, cache, c_calls):
+    ids = np.array([1, 2], np.uint64)
+    q = cache.prepare({"user": ids})
+    q.launch()
+    q.close()
+    n = len(c_calls)
+    with pytest.raises(fleche.InvalidArgument, match="prepared query is closed"):
+        q.launch()
+    with pytest.raises(fleche.InvalidArgument, match="prepared query is closed"):
+        q.wait()
+    q2 = cache.prepare({"user": ids})
+    q2.launch()
+    cache.close()
+    with pytest.raises(fleche.InvalidArgument, match="the cache is closed"):
+        q2.launch()
+    with pytest.raises(fleche.InvalidArgument, match="the cache is closed"):
+        q2.wait()
+    assert len(c_calls) == n + 2  # prepare and launch of q2: nothing after the closes
+    q2.close()
+    with pytest.raises(fleche.InvalidArgument, match="prepared query is closed"):
+        q2.wait()
+
+
+@pytest.mark.parametrize("status, exc", [
+    (fleche._lib.FL_ERR_OUT_OF_RANGE, fleche.OutOfRange),
+    (fleche._lib.FL_ERR_NOT_FOUND, fleche.NotFound),
+    (fleche._lib.FL_ERR_CUDA, fleche.CudaError),
+])
+def test_wait_raises_the_exception_of_its_status(cache, monkeypatch, status, exc):
+    # The host backend's wait never fails (its launches answer in the call):
+    # a stand-in fl_prepared_wait returns what a CUDA launch's host part may.
+    q = cache.prepare({"user": np.array([1], np.uint64)})
+    q.launch()
+    seen = []
+
+    def failing_wait(p):
+        seen.append(p)
+        return status
+
+    monkeypatch.setattr(fleche._lib.lib, "fl_prepared_wait", failing_wait)
+    with pytest.raises(exc):
+        q.wait()
+    assert seen == [q._h.ptr]  # the query's own C handle
+    monkeypatch.undo()
+    q.wait()
