@@ -436,7 +436,7 @@ static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernel
   void *last = NULL;
   cudaGraphExec_t exec = NULL;
   cudaError_t e = cudaGraphCreate(&g, 0);
-  fl_launch_to to = {NULL, g, &last};
+  fl_launch_to to = {NULL, g, &last, 0};
   if (e == cudaSuccess)
     e = fl_launch_copy(to, r->io_d, r->io_h, r->io_bytes, cudaMemcpyHostToDevice);
   if (e == cudaSuccess)

@@ -12,7 +12,19 @@ typedef struct fl_launch_to {
   void *stream; /* cudaStream_t, when graph is NULL */
   void *graph;  /* cudaGraph_t being built, or NULL */
   void **last;  /* with graph: the last node added (NULL: none yet); updated */
+  int early;    /* with graph: a kernel after a kernel launches once every block
+                   of the one before has begun (a programmatic edge), so that its
+                   launch latency hides behind that kernel's run; every kernel
+                   launched so must call fl_await_prior() (below) before
+                   it touches memory the kernels before it write */
 } fl_launch_to;
+
+#ifdef __CUDACC__
+/* In a kernel launched early (fl_launch_to.early): waits until the kernels
+ * before it have ended and their writes are visible; nothing in a kernel
+ * launched otherwise. */
+__device__ __forceinline__ void fl_await_prior(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+#endif
 
 /* Kernel fn with its parameters (pointers to values of its parameter
  * types, as cudaLaunchKernel takes them; a graph node copies them). */
@@ -27,8 +39,18 @@ static inline cudaError_t fl_launch_kernel(fl_launch_to t, const void *fn, dim3 
   p.kernelParams = params;
   p.extra = NULL;
   cudaGraphNode_t prev = (cudaGraphNode_t)*t.last, n = NULL;
-  cudaError_t e =
-      cudaGraphAddKernelNode(&n, (cudaGraph_t)t.graph, prev ? &prev : NULL, prev ? 1 : 0, &p);
+  enum cudaGraphNodeType prev_type = cudaGraphNodeTypeEmpty;
+  if (prev && t.early && cudaGraphNodeGetType(prev, &prev_type) != cudaSuccess)
+    prev_type = cudaGraphNodeTypeEmpty;
+  int early = prev_type == cudaGraphNodeTypeKernel;
+  cudaError_t e = cudaGraphAddKernelNode(&n, (cudaGraph_t)t.graph, prev && !early ? &prev : NULL,
+                                         prev && !early ? 1 : 0, &p);
+  if (e == cudaSuccess && early) {
+    cudaGraphEdgeData edge = {0};
+    edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
+    edge.type = cudaGraphDependencyTypeProgrammatic;
+    e = cudaGraphAddDependencies((cudaGraph_t)t.graph, &prev, &n, &edge, 1);
+  }
   if (e == cudaSuccess) *t.last = n; /* the next node depends on this one */
   return e;
 }

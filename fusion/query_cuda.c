@@ -192,7 +192,7 @@ static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, c
                                               (const fl_zc_table *)(D + l->zc), cs->zc_limit,
                                               cs->zc_seq, (uint64_t *)(D + l->upload),
                                               D + l->upload + head,
-                                              (fl_launch_to){b->stream, NULL, NULL});
+                                              (fl_launch_to){b->stream, NULL, NULL, 0});
     if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
                           cudaGetErrorString((cudaError_t)e));
     atomic_fetch_add(&c->unique_misses, zc_rows);
@@ -593,7 +593,7 @@ static void *plan_graph(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m
   cudaGraphExec_t exec = NULL;
   void *last = NULL;
   int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
-  fl_launch_to to = {NULL, g, &last};
+  fl_launch_to to = {NULL, g, &last, 1};
   ok = ok && launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
                                 b->c->cuda->zc_limit, gated, to, NULL) == 0;
   ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
@@ -913,7 +913,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)(gated ? pl->exec_gated : pl->exec), stream));
   } else {
     TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, 0,
-                           (fl_launch_to){stream, NULL, NULL},
+                           (fl_launch_to){stream, NULL, NULL, 0},
                            profiled ? prof : NULL));
   }
   /* A batch after one with a gather likely has one too: wake the

@@ -140,6 +140,7 @@ __device__ void copy_unit(uint8_t *dst, const uint8_t *src, uint32_t width, uint
 
 __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
                           uint64_t threads, const uint64_t *locs) {
+  fl_await_prior();
   extern __shared__ uint64_t scan_s[];
   const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
   for (uint64_t tid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; tid < threads;
@@ -248,6 +249,7 @@ __device__ void zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint3
 __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
                           const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
                           uint64_t *stage_base, uint8_t *staging) {
+  fl_await_prior();
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_take(qualify, limit)) return;
@@ -279,6 +281,7 @@ __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_o
                                  uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
                                  uint64_t limit, const uint64_t *stage_base,
                                  const uint8_t *staging) {
+  fl_await_prior();
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_take(qualify, limit) || qualify != all) return;
@@ -295,6 +298,7 @@ __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_o
 __global__ void gate_wait(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
                           fl_miss_out m, const fl_zc_table *zc, uint64_t limit, fl_gate g,
                           uint64_t *stage_base) {
+  fl_await_prior();
   const uint32_t want = *g.ticket;
   const uint64_t bad = m.counters[1];
   if (threadIdx.x == 0 && bad != ~0ull) {
@@ -325,6 +329,7 @@ __global__ void gate_wait(const fl_batch_arg *args, const uint64_t *key_offsets,
 __global__ void gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
                               uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
                               fl_gate g, const uint64_t *stage_base, uint8_t *staging) {
+  fl_await_prior();
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_host_rows(qualify, all, limit) || *g.open != *g.ticket) return;
