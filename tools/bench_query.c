@@ -13,7 +13,10 @@
  *     1024), then gathered by the host (0, the default: rows "host");
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
- *     load factor, measured in the same run (bench_linear_probe.cu).
+ *     load factor, measured in the same run (bench_linear_probe.cu);
+ *   - the floors of the small batch's graph: the same launch, flag poll and
+ *     stream synchronization with no lookup, shape by shape
+ *     (bench_graph_floor.cu).
  * Prints a table and writes --json FILE. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include <time.h>
 
 #include "include/fleche.h"
+#include "tools/bench_graph_floor.h"
 #include "tools/bench_linear_probe.h"
 #include "tools/trace/zipf.h"
 
@@ -320,6 +324,12 @@ int main(int argc, char **argv) {
                                 &base_ms, &found);
   if (e || found != keys_per_batch) die("baseline", "linear probing failed");
   double ours_gkps = keys_per_batch / (index_us * 1e3), base_gkps = keys_per_batch / (base_ms * 1e6);
+  /* The header a prepared 256-sample run uploads: 26 args with device ids
+   * (args, scans, offsets, codes, classes, zero-copy rows, counters, run). */
+  enum { SMALL_HEADER_BYTES = 4608 };
+  fl_floor_result floors[FL_FLOOR_SHAPES];
+  if (fl_bench_graph_floor(SMALL_HEADER_BYTES, o.reps < 1000 ? 1000 : o.reps, floors))
+    die("graph floor", "a CUDA call failed");
 
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
          prop.name, o.scale, DIM, o.budget / 1048576.0, o.reps);
@@ -341,6 +351,11 @@ int main(int argc, char **argv) {
          ours_gkps / base_gkps, copy_us, keys_per_batch * DIM * 4 * 2 / (copy_us * 1e3));
   printf("256-sample batch (%u keys): fused index kernel %.1f us, hit copy kernel %.1f us (device time)\n",
          256u * N_TABLES, small_index_us, small_copy_us);
+  printf("graph floors, 26 blocks, no lookup (batch = launch to stream synchronized):\n");
+  for (int i = 0; i < FL_FLOOR_SHAPES; i++)
+    printf("  %-24s batch p50 %6.1f us, p90 %6.1f us; flag seen at p50 %6.1f us\n",
+           fl_floor_shape_name(i), floors[i].batch_p50_us, floors[i].batch_p90_us,
+           floors[i].flag_p50_us);
   if (o.json) {
     FILE *f = fopen(o.json, "w");
     if (!f) die(o.json, "cannot write");
@@ -352,9 +367,15 @@ int main(int argc, char **argv) {
               i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
               res[i].p99_us, res[i].call_p50_us);
     fprintf(f, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
-            "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f}\n",
+            "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f",
             (unsigned long long)keys_per_batch, load, index_us, base_ms * 1e3, ours_gkps / base_gkps, copy_us,
             small_index_us, small_copy_us);
+    fprintf(f, ", \"graph_floor\": [");
+    for (int i = 0; i < FL_FLOOR_SHAPES; i++)
+      fprintf(f, "%s{\"shape\": \"%s\", \"batch_p50_us\": %.2f, \"batch_p90_us\": %.2f, "
+              "\"flag_p50_us\": %.2f}", i ? ", " : "", fl_floor_shape_name(i), floors[i].batch_p50_us,
+              floors[i].batch_p90_us, floors[i].flag_p50_us);
+    fprintf(f, "]}\n");
     fclose(f);
   }
   free(qkeys);

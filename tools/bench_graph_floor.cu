@@ -1,0 +1,154 @@
+// bench_graph_floor.cu: the fixed cost of a small batch's graph structure
+// (bench_graph_floor.h), timed from the host as a query's caller sees it.
+#include "tools/bench_graph_floor.h"
+
+#include <cuda_runtime.h>
+#include <time.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace {
+
+constexpr unsigned kBlocks = 26, kThreads = 256;  // the 256-sample batch's index grid
+constexpr int kWarmup = 200;
+
+double now_us() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+// The last block to finish raises *flag, as fused_index's publish does;
+// with host_word, every block first reads it (pinned, device-mapped).
+__global__ void publish(unsigned *done, volatile unsigned *flag, const uint64_t *host_word,
+                        uint64_t *sink) {
+  __shared__ bool last;
+  if (host_word && threadIdx.x == 0) sink[blockIdx.x] = *(const volatile uint64_t *)host_word;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = (atomicAdd(done, 1u) + 1) % gridDim.x == 0;  // the counter is never reset
+  }
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    __threadfence_system();
+    *flag = 1u;
+  }
+}
+
+__global__ void after(uint64_t *sink) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (threadIdx.x == 0) sink[kBlocks + blockIdx.x] = blockIdx.x;
+}
+
+struct bufs {
+  unsigned char *host = nullptr, *dev = nullptr;
+  unsigned *done = nullptr;
+  uint64_t *sink = nullptr;
+  volatile unsigned *flag() const { return (volatile unsigned *)host; }
+  const uint64_t *host_word() const { return (const uint64_t *)(host + 256); }
+  unsigned char *header() const { return host + 512; }
+};
+
+cudaError_t add_kernel(cudaGraph_t g, const void *fn, void **params, cudaGraphNode_t prev,
+                       int early, cudaGraphNode_t *n) {
+  cudaKernelNodeParams p = {};
+  p.func = (void *)fn;
+  p.gridDim = dim3(kBlocks);
+  p.blockDim = dim3(kThreads);
+  p.kernelParams = params;
+  cudaError_t e = cudaGraphAddKernelNode(n, g, prev && !early ? &prev : nullptr,
+                                         prev && !early ? 1 : 0, &p);
+  if (e != cudaSuccess || !early) return e;
+  cudaGraphEdgeData edge = {};
+  edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
+  edge.type = cudaGraphDependencyTypeProgrammatic;
+  return cudaGraphAddDependencies(g, &prev, n, &edge, 1);
+}
+
+cudaError_t build(int shape, const bufs &b, uint64_t header_bytes, cudaGraphExec_t *exec) {
+  cudaGraph_t g = nullptr;
+  cudaError_t e = cudaGraphCreate(&g, 0);
+  cudaGraphNode_t prev = nullptr, n = nullptr;
+  const bool upload = shape == FL_FLOOR_UPLOAD_KERNEL || shape == FL_FLOOR_UPLOAD_TWO ||
+                      shape == FL_FLOOR_UPLOAD_TWO_EARLY;
+  if (e == cudaSuccess && upload)
+    e = cudaGraphAddMemcpyNode1D(&prev, g, nullptr, 0, b.dev, b.header(), header_bytes,
+                                 cudaMemcpyHostToDevice);
+  const uint64_t *word = shape == FL_FLOOR_KERNEL_READS_HOST ? b.host_word() : nullptr;
+  volatile unsigned *flag = b.flag();
+  unsigned *done = b.done;
+  uint64_t *sink = b.sink;
+  void *params[] = {&done, &flag, &word, &sink};
+  if (e == cudaSuccess) e = add_kernel(g, (const void *)publish, params, prev, 0, &n);
+  void *params2[] = {&sink};
+  if (e == cudaSuccess && (shape == FL_FLOOR_UPLOAD_TWO || shape == FL_FLOOR_UPLOAD_TWO_EARLY)) {
+    prev = n;
+    e = add_kernel(g, (const void *)after, params2, prev, shape == FL_FLOOR_UPLOAD_TWO_EARLY, &n);
+  }
+  if (e == cudaSuccess) e = cudaGraphInstantiate(exec, g, 0);
+  if (g) cudaGraphDestroy(g);
+  return e;
+}
+
+cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps,
+                       cudaStream_t s, fl_floor_result *out) {
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = shape == FL_FLOOR_PLAIN_LAUNCH ? cudaSuccess : build(shape, b, header_bytes, &exec);
+  std::vector<double> batch, flag;
+  for (int r = 0; e == cudaSuccess && r < kWarmup + reps; r++) {
+    *b.flag() = 0;
+    double t0 = now_us();
+    if (exec) {
+      e = cudaGraphLaunch(exec, s);
+    } else {
+      publish<<<kBlocks, kThreads, 0, s>>>(b.done, b.flag(), nullptr, b.sink);
+      e = cudaGetLastError();
+    }
+    if (e != cudaSuccess) break;
+    while (*b.flag() == 0) {
+    }
+    double t1 = now_us();
+    e = cudaStreamSynchronize(s);
+    double t2 = now_us();
+    if (r >= kWarmup) batch.push_back(t2 - t0), flag.push_back(t1 - t0);
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  if (e != cudaSuccess) return e;
+  std::sort(batch.begin(), batch.end());
+  std::sort(flag.begin(), flag.end());
+  out->batch_p50_us = batch[reps / 2];
+  out->batch_p90_us = batch[reps * 9 / 10];
+  out->flag_p50_us = flag[reps / 2];
+  return cudaSuccess;
+}
+
+}  // namespace
+
+extern "C" const char *fl_floor_shape_name(int shape) {
+  static const char *names[FL_FLOOR_SHAPES] = {"kernel",          "upload+kernel",
+                                               "upload+2 kernels", "upload+2 kernels, early",
+                                               "kernel reads host", "plain launch"};
+  return shape >= 0 && shape < FL_FLOOR_SHAPES ? names[shape] : "?";
+}
+
+extern "C" int fl_bench_graph_floor(uint64_t header_bytes, int reps, fl_floor_result *out) {
+  if (reps < 1) reps = 1;
+  bufs b;
+  cudaStream_t s = nullptr;
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaHostAlloc(&b.host, 512 + header_bytes, cudaHostAllocMapped);
+  if (e == cudaSuccess) e = cudaMalloc(&b.dev, header_bytes ? header_bytes : 1);
+  if (e == cudaSuccess) e = cudaMalloc(&b.done, sizeof *b.done);
+  if (e == cudaSuccess) e = cudaMemset(b.done, 0, sizeof *b.done);
+  if (e == cudaSuccess) e = cudaMalloc(&b.sink, 2 * kBlocks * sizeof *b.sink);
+  for (int shape = 0; e == cudaSuccess && shape < FL_FLOOR_SHAPES; shape++)
+    e = time_shape(shape, b, header_bytes, reps, s, &out[shape]);
+  cudaFreeHost(b.host);
+  cudaFree(b.dev);
+  cudaFree(b.done);
+  cudaFree(b.sink);
+  if (s) cudaStreamDestroy(s);
+  return (int)e;
+}
