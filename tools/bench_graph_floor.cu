@@ -67,41 +67,65 @@ cudaError_t add_kernel(cudaGraph_t g, const void *fn, void **params, cudaGraphNo
   return cudaGraphAddDependencies(g, &prev, n, &edge, 1);
 }
 
-cudaError_t build(int shape, const bufs &b, uint64_t header_bytes, cudaGraphExec_t *exec) {
-  cudaGraph_t g = nullptr;
-  cudaError_t e = cudaGraphCreate(&g, 0);
+// The kernel node's parameters (pointers to values: they must outlive the
+// graph's building and each cudaGraphExecKernelNodeSetParams).
+struct publish_args {
+  unsigned *done;
+  volatile unsigned *flag;
+  const uint64_t *word;
+  uint64_t *sink;
+  void *params[4] = {&done, &flag, &word, &sink};
+};
+
+// The graph outlives its instance: a parameter update names the node of the
+// graph the instance was made from.
+cudaError_t build(int shape, const bufs &b, uint64_t header_bytes, publish_args *pa,
+                  cudaGraph_t *graph, cudaGraphExec_t *exec, cudaGraphNode_t *kernel) {
+  cudaError_t e = cudaGraphCreate(graph, 0);
+  cudaGraph_t g = *graph;
   cudaGraphNode_t prev = nullptr, n = nullptr;
   const bool upload = shape == FL_FLOOR_UPLOAD_KERNEL || shape == FL_FLOOR_UPLOAD_TWO ||
                       shape == FL_FLOOR_UPLOAD_TWO_EARLY;
   if (e == cudaSuccess && upload)
     e = cudaGraphAddMemcpyNode1D(&prev, g, nullptr, 0, b.dev, b.header(), header_bytes,
                                  cudaMemcpyHostToDevice);
-  const uint64_t *word = shape == FL_FLOOR_KERNEL_READS_HOST ? b.host_word() : nullptr;
-  volatile unsigned *flag = b.flag();
-  unsigned *done = b.done;
+  pa->word = shape == FL_FLOOR_KERNEL_READS_HOST ? b.host_word() : nullptr;
+  pa->flag = b.flag();
+  pa->done = b.done;
+  pa->sink = b.sink;
+  if (e == cudaSuccess) e = add_kernel(g, (const void *)publish, pa->params, prev, 0, &n);
+  *kernel = n;
   uint64_t *sink = b.sink;
-  void *params[] = {&done, &flag, &word, &sink};
-  if (e == cudaSuccess) e = add_kernel(g, (const void *)publish, params, prev, 0, &n);
   void *params2[] = {&sink};
   if (e == cudaSuccess && (shape == FL_FLOOR_UPLOAD_TWO || shape == FL_FLOOR_UPLOAD_TWO_EARLY)) {
     prev = n;
     e = add_kernel(g, (const void *)after, params2, prev, shape == FL_FLOOR_UPLOAD_TWO_EARLY, &n);
   }
   if (e == cudaSuccess) e = cudaGraphInstantiate(exec, g, 0);
-  if (g) cudaGraphDestroy(g);
   return e;
 }
 
 cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps,
                        cudaStream_t s, fl_floor_result *out) {
+  cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  cudaError_t e = shape == FL_FLOOR_PLAIN_LAUNCH ? cudaSuccess : build(shape, b, header_bytes, &exec);
+  cudaGraphNode_t kernel = nullptr;
+  publish_args pa;
+  cudaError_t e = shape == FL_FLOOR_PLAIN_LAUNCH
+                      ? cudaSuccess
+                      : build(shape, b, header_bytes, &pa, &graph, &exec, &kernel);
+  cudaKernelNodeParams kp = {};
+  kp.func = (void *)publish;
+  kp.gridDim = dim3(kBlocks);
+  kp.blockDim = dim3(kThreads);
+  kp.kernelParams = pa.params;
   std::vector<double> batch, flag;
   for (int r = 0; e == cudaSuccess && r < kWarmup + reps; r++) {
     *b.flag() = 0;
     double t0 = now_us();
     if (exec) {
-      e = cudaGraphLaunch(exec, s);
+      if (shape == FL_FLOOR_KERNEL_NEW_PARAMS) e = cudaGraphExecKernelNodeSetParams(exec, kernel, &kp);
+      if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
     } else {
       publish<<<kBlocks, kThreads, 0, s>>>(b.done, b.flag(), nullptr, b.sink);
       e = cudaGetLastError();
@@ -115,6 +139,7 @@ cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps
     if (r >= kWarmup) batch.push_back(t2 - t0), flag.push_back(t1 - t0);
   }
   if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
   if (e != cudaSuccess) return e;
   std::sort(batch.begin(), batch.end());
   std::sort(flag.begin(), flag.end());
@@ -129,7 +154,8 @@ cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps
 extern "C" const char *fl_floor_shape_name(int shape) {
   static const char *names[FL_FLOOR_SHAPES] = {"kernel",          "upload+kernel",
                                                "upload+2 kernels", "upload+2 kernels, early",
-                                               "kernel reads host", "plain launch"};
+                                               "kernel reads host", "kernel, new params",
+                                               "plain launch"};
   return shape >= 0 && shape < FL_FLOOR_SHAPES ? names[shape] : "?";
 }
 

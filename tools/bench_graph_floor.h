@@ -20,6 +20,9 @@ typedef enum fl_floor_shape {
   FL_FLOOR_UPLOAD_TWO_EARLY,   /* the second launched early (programmatic edge) */
   FL_FLOOR_KERNEL_READS_HOST,  /* the kernel alone, each block first reading 8 bytes
                                   of pinned host memory (per-run values read in place) */
+  FL_FLOOR_KERNEL_NEW_PARAMS,  /* the kernel alone, its parameters set anew before each
+                                  launch (cudaGraphExecKernelNodeSetParams: per-run values
+                                  carried as parameters) */
   FL_FLOOR_PLAIN_LAUNCH,       /* the kernel launched on the stream, no graph */
   FL_FLOOR_SHAPES
 } fl_floor_shape;

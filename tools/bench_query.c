@@ -328,8 +328,8 @@ int main(int argc, char **argv) {
    * (args, scans, offsets, codes, classes, zero-copy rows, counters, run). */
   enum { SMALL_HEADER_BYTES = 4608 };
   fl_floor_result floors[FL_FLOOR_SHAPES];
-  if (fl_bench_graph_floor(SMALL_HEADER_BYTES, o.reps < 1000 ? 1000 : o.reps, floors))
-    die("graph floor", "a CUDA call failed");
+  e = fl_bench_graph_floor(SMALL_HEADER_BYTES, o.reps < 1000 ? 1000 : o.reps, floors);
+  if (e) die("graph floor", cudaGetErrorString((cudaError_t)e));
 
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
          prop.name, o.scale, DIM, o.budget / 1048576.0, o.reps);
