@@ -187,7 +187,7 @@ class CacheTest : public testing::TestWithParam<Param> {
   // fl_prepared_wait, every buffer on the device (CUDA), so that from the
   // second run the answerer gathers while the graph waits at its gate.
   void PreparedAnswersLikeQuery(uint64_t zero_copy_rows, size_t nt, double admit = 0.7,
-                                bool launch = false) {
+                                bool launch = false, bool device_ids = false) {
     fl_config cfg = Config(1 << 20, admit);
     cfg.zero_copy_rows = zero_copy_rows;
     fl::Cache c = MakeCache(cfg);
@@ -203,7 +203,7 @@ class CacheTest : public testing::TestWithParam<Param> {
       want[t].assign(out[t].size(), 0xCD);
       q[t] = {(uint32_t)t, ids[t].data(), n, out[t].data()};
       w[t] = {(uint32_t)t, ids[t].data(), n, want[t].data()};
-      if (cuda && (launch || t % 2 == 0)) {
+      if (cuda && (launch || device_ids || t % 2 == 0)) {
         ASSERT_EQ(cudaMalloc(&dev[2 * t], n * 8), cudaSuccess);
         ASSERT_EQ(cudaMalloc(&dev[2 * t + 1], out[t].size()), cudaSuccess);
         q[t].ids = (const uint64_t *)dev[2 * t];
@@ -1001,6 +1001,13 @@ TEST_P(CacheTest, HottestKeyOfTheLastTableIsCachedWhenThePoolFills) {
 TEST_P(CacheTest, PreparedQueryAnswersLikeQuery) {
   PreparedAnswersLikeQuery(0, tables_.size());
   PreparedAnswersLikeQuery(1024, tables_.size());
+}
+
+// Runs (not launches) with every buffer in device memory: the flat layout's
+// run graph with no host ids in its header, after runs that missed, failed
+// and hit (PreparedLaunchAnswersLikeQuery covers the gated graph).
+TEST_P(CacheTest, PreparedRunOfDeviceIdsAnswersLikeQuery) {
+  PreparedAnswersLikeQuery(0, tables_.size(), 0.7, false, true);
 }
 
 // Nothing admitted, dense tables only: every run's misses are read in place
