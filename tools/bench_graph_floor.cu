@@ -77,19 +77,33 @@ struct publish_args {
   void *params[4] = {&done, &flag, &word, &sink};
 };
 
+// What each shape is made of (bench_graph_floor.h), in shape order.
+struct shape_parts {
+  const char *name;
+  bool graph, upload, second, early, reads_host, new_params;
+};
+constexpr shape_parts kShapes[FL_FLOOR_SHAPES] = {
+    {"kernel", true, false, false, false, false, false},
+    {"upload+kernel", true, true, false, false, false, false},
+    {"upload+2 kernels", true, true, true, false, false, false},
+    {"upload+2 kernels, early", true, true, true, true, false, false},
+    {"kernel reads host", true, false, false, false, true, false},
+    {"kernel, new params", true, false, false, false, false, true},
+    {"2 kernels, early, new params", true, false, true, true, false, true},
+    {"plain launch", false, false, false, false, false, false},
+};
+
 // The graph outlives its instance: a parameter update names the node of the
 // graph the instance was made from.
-cudaError_t build(int shape, const bufs &b, uint64_t header_bytes, publish_args *pa,
+cudaError_t build(const shape_parts &sp, const bufs &b, uint64_t header_bytes, publish_args *pa,
                   cudaGraph_t *graph, cudaGraphExec_t *exec, cudaGraphNode_t *kernel) {
   cudaError_t e = cudaGraphCreate(graph, 0);
   cudaGraph_t g = *graph;
   cudaGraphNode_t prev = nullptr, n = nullptr;
-  const bool upload = shape == FL_FLOOR_UPLOAD_KERNEL || shape == FL_FLOOR_UPLOAD_TWO ||
-                      shape == FL_FLOOR_UPLOAD_TWO_EARLY;
-  if (e == cudaSuccess && upload)
+  if (e == cudaSuccess && sp.upload)
     e = cudaGraphAddMemcpyNode1D(&prev, g, nullptr, 0, b.dev, b.header(), header_bytes,
                                  cudaMemcpyHostToDevice);
-  pa->word = shape == FL_FLOOR_KERNEL_READS_HOST ? b.host_word() : nullptr;
+  pa->word = sp.reads_host ? b.host_word() : nullptr;
   pa->flag = b.flag();
   pa->done = b.done;
   pa->sink = b.sink;
@@ -97,23 +111,22 @@ cudaError_t build(int shape, const bufs &b, uint64_t header_bytes, publish_args 
   *kernel = n;
   uint64_t *sink = b.sink;
   void *params2[] = {&sink};
-  if (e == cudaSuccess && (shape == FL_FLOOR_UPLOAD_TWO || shape == FL_FLOOR_UPLOAD_TWO_EARLY)) {
+  if (e == cudaSuccess && sp.second) {
     prev = n;
-    e = add_kernel(g, (const void *)after, params2, prev, shape == FL_FLOOR_UPLOAD_TWO_EARLY, &n);
+    e = add_kernel(g, (const void *)after, params2, prev, sp.early, &n);
   }
   if (e == cudaSuccess) e = cudaGraphInstantiate(exec, g, 0);
   return e;
 }
 
-cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps,
+cudaError_t time_shape(const shape_parts &sp, const bufs &b, uint64_t header_bytes, int reps,
                        cudaStream_t s, fl_floor_result *out) {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   cudaGraphNode_t kernel = nullptr;
   publish_args pa;
-  cudaError_t e = shape == FL_FLOOR_PLAIN_LAUNCH
-                      ? cudaSuccess
-                      : build(shape, b, header_bytes, &pa, &graph, &exec, &kernel);
+  cudaError_t e =
+      sp.graph ? build(sp, b, header_bytes, &pa, &graph, &exec, &kernel) : cudaSuccess;
   cudaKernelNodeParams kp = {};
   kp.func = (void *)publish;
   kp.gridDim = dim3(kBlocks);
@@ -124,7 +137,7 @@ cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps
     *b.flag() = 0;
     double t0 = now_us();
     if (exec) {
-      if (shape == FL_FLOOR_KERNEL_NEW_PARAMS) e = cudaGraphExecKernelNodeSetParams(exec, kernel, &kp);
+      if (sp.new_params) e = cudaGraphExecKernelNodeSetParams(exec, kernel, &kp);
       if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
     } else {
       publish<<<kBlocks, kThreads, 0, s>>>(b.done, b.flag(), nullptr, b.sink);
@@ -152,11 +165,7 @@ cudaError_t time_shape(int shape, const bufs &b, uint64_t header_bytes, int reps
 }  // namespace
 
 extern "C" const char *fl_floor_shape_name(int shape) {
-  static const char *names[FL_FLOOR_SHAPES] = {"kernel",          "upload+kernel",
-                                               "upload+2 kernels", "upload+2 kernels, early",
-                                               "kernel reads host", "kernel, new params",
-                                               "plain launch"};
-  return shape >= 0 && shape < FL_FLOOR_SHAPES ? names[shape] : "?";
+  return shape >= 0 && shape < FL_FLOOR_SHAPES ? kShapes[shape].name : "?";
 }
 
 extern "C" int fl_bench_graph_floor(uint64_t header_bytes, int reps, fl_floor_result *out) {
@@ -170,7 +179,7 @@ extern "C" int fl_bench_graph_floor(uint64_t header_bytes, int reps, fl_floor_re
   if (e == cudaSuccess) e = cudaMemset(b.done, 0, sizeof *b.done);
   if (e == cudaSuccess) e = cudaMalloc(&b.sink, 2 * kBlocks * sizeof *b.sink);
   for (int shape = 0; e == cudaSuccess && shape < FL_FLOOR_SHAPES; shape++)
-    e = time_shape(shape, b, header_bytes, reps, s, &out[shape]);
+    e = time_shape(kShapes[shape], b, header_bytes, reps, s, &out[shape]);
   cudaFreeHost(b.host);
   cudaFree(b.dev);
   cudaFree(b.done);

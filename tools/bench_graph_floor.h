@@ -23,6 +23,8 @@ typedef enum fl_floor_shape {
   FL_FLOOR_KERNEL_NEW_PARAMS,  /* the kernel alone, its parameters set anew before each
                                   launch (cudaGraphExecKernelNodeSetParams: per-run values
                                   carried as parameters) */
+  FL_FLOOR_TWO_EARLY_NEW_PARAMS, /* no upload, two kernels, the second launched early, the
+                                    first's parameters set anew before each launch */
   FL_FLOOR_PLAIN_LAUNCH,       /* the kernel launched on the stream, no graph */
   FL_FLOOR_SHAPES
 } fl_floor_shape;

@@ -353,7 +353,7 @@ int main(int argc, char **argv) {
          256u * N_TABLES, small_index_us, small_copy_us);
   printf("graph floors, 26 blocks, no lookup (batch = launch to stream synchronized):\n");
   for (int i = 0; i < FL_FLOOR_SHAPES; i++)
-    printf("  %-24s batch p50 %6.1f us, p90 %6.1f us; flag seen at p50 %6.1f us\n",
+    printf("  %-30s batch p50 %6.1f us, p90 %6.1f us; flag seen at p50 %6.1f us\n",
            fl_floor_shape_name(i), floors[i].batch_p50_us, floors[i].batch_p90_us,
            floors[i].flag_p50_us);
   if (o.json) {
