@@ -318,10 +318,10 @@ static void unfill(fl_cache *c, uint32_t part) {
 }
 
 /* Releases the limbo slabs whose marks the reclamation horizon has passed
- * (admit_round.h): in a part of one class onto its reservoir, by the
- * round's first kernel (r->top counts them from here), else, or when the
- * reservoir cannot grow, back to the pool now. */
-static void release_limbo(fl_cache *c, uint32_t part) {
+ * (admit_round.h): with to_pool 0, in a part of one class onto its
+ * reservoir, by the round's first kernel (r->top counts them from here),
+ * else, or when the reservoir cannot grow, back to the pool now. */
+static void release_limbo(fl_cache *c, uint32_t part, int to_pool) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   uint64_t horizon = r->n_marks ? fl_cache_horizon(c) : 0, end = r->limbo_released;
@@ -331,7 +331,8 @@ static void release_limbo(fl_cache *c, uint32_t part) {
   memmove(r->marks, r->marks + k, (r->n_marks - k) * sizeof *r->marks);
   r->n_marks -= k;
   uint64_t n = end - r->limbo_released;
-  if (r->dev.n_classes == 1 && (r->top[0] + n <= r->cap[0] || grow(c, r, 0, r->top[0] + n) == FL_OK)) {
+  if (!to_pool && r->dev.n_classes == 1 &&
+      (r->top[0] + n <= r->cap[0] || grow(c, r, 0, r->top[0] + n) == FL_OK)) {
     r->top[0] += n;
     p->reserved_bytes += n * p->pool.classes[0].slot_bytes;
   } else {
@@ -341,6 +342,10 @@ static void release_limbo(fl_cache *c, uint32_t part) {
     r->limbo_tail = end;
   }
   r->limbo_released = end;
+}
+
+void fl_round_release_limbo(fl_cache *c, uint32_t part) {
+  if (c->parts[part].round) release_limbo(c, part, 1);
 }
 
 /* Asks the round to evict `want` cached entries and to recycle what
@@ -390,7 +395,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   fl_cache_collect(c);
   st = fl_cache_trim_unified(c, part);
   if (st != FL_OK) return st; /* nothing taken from the pool yet */
-  release_limbo(c, part);
+  release_limbo(c, part, 0);
   /* The eviction runs in the round (ask_eviction), so its slabs serve
    * rounds two or more later, once no query can read them: the
    * reservoirs' slack covers that. */

@@ -138,6 +138,9 @@ void fl_round_destroy(struct fl_cache *c, uint32_t part);
  * pointers, admissions, reservoirs, evicted slabs). wait = 0: only if it is
  * already over. Fails when the round failed on the device. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
+/* After a settle, under the cache lock (a clear): the limbo slabs no
+ * running query can read go back to the pool now, not at the next round. */
+void fl_round_release_limbo(struct fl_cache *c, uint32_t part);
 /* Reports, once, the failure of a round that could not be prepared or
  * launched after its query returned (fl_round_failed). Only calls that
  * answer to a user report it: a round's own prepare does not, or every
