@@ -3,6 +3,8 @@
 #include "tools/bench_graph_floor.h"
 
 #include <cuda_runtime.h>
+
+#include "common/launch_to.h"
 #include <time.h>
 
 #include <algorithm>
@@ -38,7 +40,7 @@ __global__ void publish(unsigned *done, volatile unsigned *flag, const uint64_t 
 }
 
 __global__ void after(uint64_t *sink) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  fl_await_prior();
   if (threadIdx.x == 0) sink[kBlocks + blockIdx.x] = blockIdx.x;
 }
 
@@ -50,22 +52,6 @@ struct bufs {
   const uint64_t *host_word() const { return (const uint64_t *)(host + 256); }
   unsigned char *header() const { return host + 512; }
 };
-
-cudaError_t add_kernel(cudaGraph_t g, const void *fn, void **params, cudaGraphNode_t prev,
-                       int early, cudaGraphNode_t *n) {
-  cudaKernelNodeParams p = {};
-  p.func = (void *)fn;
-  p.gridDim = dim3(kBlocks);
-  p.blockDim = dim3(kThreads);
-  p.kernelParams = params;
-  cudaError_t e = cudaGraphAddKernelNode(n, g, prev && !early ? &prev : nullptr,
-                                         prev && !early ? 1 : 0, &p);
-  if (e != cudaSuccess || !early) return e;
-  cudaGraphEdgeData edge = {};
-  edge.from_port = cudaGraphKernelNodePortLaunchCompletion;
-  edge.type = cudaGraphDependencyTypeProgrammatic;
-  return cudaGraphAddDependencies(g, &prev, n, &edge, 1);
-}
 
 // The kernel node's parameters (pointers to values: they must outlive the
 // graph's building and each cudaGraphExecKernelNodeSetParams).
@@ -94,28 +80,27 @@ constexpr shape_parts kShapes[FL_FLOOR_SHAPES] = {
 };
 
 // The graph outlives its instance: a parameter update names the node of the
-// graph the instance was made from.
+// graph the instance was made from. Built node by node as the library builds
+// its graphs (common/launch_to.h).
 cudaError_t build(const shape_parts &sp, const bufs &b, uint64_t header_bytes, publish_args *pa,
                   cudaGraph_t *graph, cudaGraphExec_t *exec, cudaGraphNode_t *kernel) {
   cudaError_t e = cudaGraphCreate(graph, 0);
-  cudaGraph_t g = *graph;
-  cudaGraphNode_t prev = nullptr, n = nullptr;
+  void *last = nullptr;
+  fl_launch_to to = {nullptr, *graph, &last, sp.early};
   if (e == cudaSuccess && sp.upload)
-    e = cudaGraphAddMemcpyNode1D(&prev, g, nullptr, 0, b.dev, b.header(), header_bytes,
-                                 cudaMemcpyHostToDevice);
+    e = fl_launch_copy(to, b.dev, b.header(), header_bytes, cudaMemcpyHostToDevice);
   pa->word = sp.reads_host ? b.host_word() : nullptr;
   pa->flag = b.flag();
   pa->done = b.done;
   pa->sink = b.sink;
-  if (e == cudaSuccess) e = add_kernel(g, (const void *)publish, pa->params, prev, 0, &n);
-  *kernel = n;
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(to, (const void *)publish, kBlocks, kThreads, 0, pa->params);
+  *kernel = (cudaGraphNode_t)last;
   uint64_t *sink = b.sink;
   void *params2[] = {&sink};
-  if (e == cudaSuccess && sp.second) {
-    prev = n;
-    e = add_kernel(g, (const void *)after, params2, prev, sp.early, &n);
-  }
-  if (e == cudaSuccess) e = cudaGraphInstantiate(exec, g, 0);
+  if (e == cudaSuccess && sp.second)
+    e = fl_launch_kernel(to, (const void *)after, kBlocks, kThreads, 0, params2);
+  if (e == cudaSuccess) e = cudaGraphInstantiate(exec, *graph, 0);
   return e;
 }
 
