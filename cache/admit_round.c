@@ -224,10 +224,13 @@ static fl_status apply_status(fl_cache *c, uint32_t part) {
 }
 
 /* Grows class k's reservoir and return list to hold `want` slots (the
- * device is idle for this part: settled). */
-static fl_status grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t want) {
+ * device is idle for this part: settled); on failure, *cap_out is the
+ * capacity it tried. Records no message: release_limbo falls back. */
+static cudaError_t grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t want,
+                        uint64_t *cap_out) {
   uint64_t cap = r->cap[k] ? 2 * r->cap[k] : 4096;
   while (cap < want) cap *= 2;
+  *cap_out = cap;
   uint64_t *res = NULL, *ret = NULL;
   cudaError_t e = cudaMalloc((void **)&res, cap * 8);
   if (e == cudaSuccess) e = cudaMalloc((void **)&ret, cap * 8);
@@ -237,18 +240,18 @@ static fl_status grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t want)
   if (e != cudaSuccess) {
     cudaFree(res);
     cudaFree(ret);
-    return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
-                   "growing the admission reservoir to %llu slots: %s", (unsigned long long)cap,
-                   cudaGetErrorString(e));
+    (void)cudaGetLastError(); /* a failed allocation is not sticky: clear it */
+    return e;
   }
   cudaFree(r->res[k]);
   cudaFree(r->ret[k]);
   r->res[k] = res;
   r->ret[k] = ret;
   r->cap[k] = cap;
-  FL_CUDA_TRY(c, cudaMemcpy(&r->dev.res[k], &res, 8, cudaMemcpyHostToDevice));
-  FL_CUDA_TRY(c, cudaMemcpy(&r->dev.ret[k], &ret, 8, cudaMemcpyHostToDevice));
-  return FL_OK;
+  /* Pageable sources: the copies are done when the calls return. */
+  e = cudaMemcpyAsync(&r->dev.res[k], &res, 8, cudaMemcpyHostToDevice, maint(c));
+  if (e == cudaSuccess) e = cudaMemcpyAsync(&r->dev.ret[k], &ret, 8, cudaMemcpyHostToDevice, maint(c));
+  return e == cudaSuccess ? cudaStreamSynchronize(maint(c)) : e;
 }
 
 /* Gives each class up to need[k] more slots on its reservoir, written into
@@ -277,10 +280,12 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   for (uint32_t k = 0; k < n; k++) {
     if (need[k] <= r->top[k]) continue;
     uint64_t want = need[k] - r->top[k];
-    if (r->top[k] + want > r->cap[k]) {
-      fl_status st = grow(c, r, k, r->top[k] + want);
-      if (st != FL_OK) return st;
-    }
+    uint64_t cap = 0;
+    cudaError_t e = r->top[k] + want > r->cap[k] ? grow(c, r, k, r->top[k] + want, &cap) : cudaSuccess;
+    if (e != cudaSuccess)
+      return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
+                     "growing the admission reservoir to %llu slots: %s", (unsigned long long)cap,
+                     cudaGetErrorString(e));
     uint64_t got = fl_pool_alloc_n(&p->pool, k, want, fill + at);
     if (got < want) *starved = 1;
     fill_n[k] = got;
@@ -330,9 +335,10 @@ static void release_limbo(fl_cache *c, uint32_t part, int to_pool) {
   if (k == 0) return;
   memmove(r->marks, r->marks + k, (r->n_marks - k) * sizeof *r->marks);
   r->n_marks -= k;
-  uint64_t n = end - r->limbo_released;
+  uint64_t n = end - r->limbo_released, cap;
+  /* A reservoir that cannot grow sends the slabs to the pool instead. */
   if (!to_pool && r->dev.n_classes == 1 &&
-      (r->top[0] + n <= r->cap[0] || grow(c, r, 0, r->top[0] + n) == FL_OK)) {
+      (r->top[0] + n <= r->cap[0] || grow(c, r, 0, r->top[0] + n, &cap) == cudaSuccess)) {
     r->top[0] += n;
     p->reserved_bytes += n * p->pool.classes[0].slot_bytes;
   } else {

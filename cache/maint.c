@@ -66,7 +66,11 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     uint64_t n = ((unsigned long long *)host)[0];
-    FL_CUDA_TRY(c, cudaMemcpy(locs, dlocs, n * 8, cudaMemcpyDeviceToHost));
+    /* On the maintenance stream, which waits for no caller's stream (a
+     * legacy-stream copy waits for every blocking stream, launched runs'
+     * gates included). */
+    FL_CUDA_TRY(c, cudaMemcpyAsync(locs, dlocs, n * 8, cudaMemcpyDeviceToHost, maint_stream(c)));
+    FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     *n_locs = n;
     return FL_OK;
   }

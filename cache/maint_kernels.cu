@@ -121,17 +121,26 @@ extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_
   return (int)e;
 }
 
+// The launches below go through cudaLaunchKernel (fl_launch_kernel), whose
+// status is the launch's own: a check of cudaGetLastError() after <<<>>>
+// also returns an earlier runtime call's failure on this thread that
+// nothing cleared (a reservoir's cudaMalloc that failed and fell back), and
+// failed the launch for it.
+
 extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
-  reset_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v);
-  return (int)cudaGetLastError();
+  void *params[] = {&v};
+  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)reset_kernel,
+                               grid_for(v.slots), kThreads, 0, params);
 }
 
 extern "C" int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
                                        unsigned long long *hist, void *stream) {
   cudaError_t e = cudaMemsetAsync(hist, 0, FL_AGE_BUCKETS * sizeof *hist, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
-  histogram_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, kind, now, hist);
-  return (int)cudaGetLastError();
+  void *params[] = {&v, &kind, &now, &hist};
+  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0},
+                               (const void *)histogram_kernel, grid_for(v.slots), kThreads, 0,
+                               params);
 }
 
 extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
@@ -139,14 +148,15 @@ extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now
                                void *stream) {
   cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
-  evict_kernel<<<grid_for(v.slots), kThreads, 0, (cudaStream_t)stream>>>(v, kind, now, b, quota,
-                                                                         locs, counters);
-  return (int)cudaGetLastError();
+  void *params[] = {&v, &kind, &now, &b, &quota, &locs, &counters};
+  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)evict_kernel,
+                               grid_for(v.slots), kThreads, 0, params);
 }
 
 extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                                void *stream) {
   if (n == 0) return 0;
-  erase_kernel<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(v, keys, n, locs);
-  return (int)cudaGetLastError();
+  void *params[] = {&v, &keys, &n, &locs};
+  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)erase_kernel,
+                               grid_for(n), kThreads, 0, params);
 }

@@ -393,6 +393,12 @@ struct fl_cuda_plan {
   uint64_t answer_ticket; /* the answerer's ticket for it, 0 once answered */
   fl_status answer_st;    /* a launched run's failure not reported yet, and its message */
   char answer_msg[512];
+  /* A launched run's round goes to the courier once both the answerer (the
+   * round, after the gate) and the launching thread (the end-of-reads
+   * events, after the launch) are done: the last of the two to arrive posts
+   * it (plan_arrive). */
+  _Atomic int arrivals;
+  void *pending_round;    /* round_job *: the answerer's round, NULL: none */
   /* What the next run must order after, besides its stream's own order:
    * the last run's stream (NULL when it must wait for busy_until whatever
    * the stream: before the first run, after a failed one), and whether the
@@ -623,8 +629,11 @@ static void plan_build(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m)
 }
 
 /* How often the answerer asks the stream whether a kernel it waits for
- * failed. */
-#define FL_ANSWER_CHECK_NS 1000000ull
+ * failed: seldom. Until it raises the gate, a CUDA call of its own can wait
+ * behind another thread's call that holds the driver while it waits for
+ * the device (cudaFree, a legacy-stream cudaMemcpy), and the device waits
+ * for the gate: stuck for good. The counters come long before this. */
+#define FL_ANSWER_CHECK_NS 1000000000ull
 
 /* Gate tickets: below FL_GATE_FAILED, never 0 (a kept scratch's gate
  * starts at 0). */
@@ -646,6 +655,19 @@ static void end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, cudaStream_t st
     fl_reclaim_end(&c->reclaim, ticket, NULL);
   }
   cudaEventRecord((cudaEvent_t)x->busy_until, stream);
+}
+
+/* One of a launched run's two arrivals (fl_cuda_plan.arrivals); the last
+ * hands the answerer's round to the courier: its kernels reset the miss set
+ * the run's scatter reads, so they order after the end-of-reads events. */
+static void plan_arrive(fl_cache *c, fl_cuda_plan *pl) {
+  if (atomic_fetch_sub(&pl->arrivals, 1) != 1) return;
+  round_job *round = pl->pending_round;
+  pl->pending_round = NULL;
+  if (!round) return;
+  pl->x->round_part = round->part;
+  fl_courier_post(c->courier, (fl_courier_job){round_deliver, round_drop, round, round->part,
+                                               &pl->x->round_ticket});
 }
 
 /* The host's half of a gated run (gated_answer), after the launch: waits
@@ -707,13 +729,9 @@ static fl_status answer(gated_answer *a) {
   }
   pl->last_ordered = ok;
   pl->last_posted = round && ok;
-  if (round && ok) {
-    x->round_part = b->part;
-    fl_courier_post(c->courier, (fl_courier_job){round_deliver, round_drop, round, b->part,
-                                                 &x->round_ticket});
-  } else if (round) {
-    round_job_free(round);
-  }
+  if (round && !ok) round_job_free(round);
+  pl->pending_round = ok ? round : NULL;
+  plan_arrive(c, pl);
   free(a->gen);
   a->gen = NULL;
   return st;
@@ -725,7 +743,12 @@ static void answer_deliver(void *ctx) {
   gated_answer *a = ctx;
   fl_cuda_plan *pl = a->pl;
   fl_cache *c = a->b.c;
-  fl_status st = cudaSetDevice(c->cuda->device) == cudaSuccess
+  /* Once per thread (the answerer is the cache's own): no CUDA call before
+   * the gate that need not be made (FL_ANSWER_CHECK_NS). */
+  static _Thread_local int device = -1;
+  if (device != c->cuda->device && cudaSetDevice(c->cuda->device) == cudaSuccess)
+    device = c->cuda->device;
+  fl_status st = device == c->cuda->device
                      ? answer(a)
                      : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for a launched query");
   if (st != FL_OK) {
@@ -744,6 +767,8 @@ static void answer_drop(void *ctx) {
   snprintf(pl->answer_msg, sizeof pl->answer_msg, "out of host memory handing the run over");
   pl->answer_st = FL_ERR_OUT_OF_MEMORY;
   pl->last_ordered = pl->last_posted = 0;
+  pl->pending_round = NULL;
+  plan_arrive(a->b.c, pl);
   free(a->gen);
   a->gen = NULL;
   __atomic_store_n(&pl->answer_ticket, 0, __ATOMIC_RELEASE);
@@ -922,10 +947,15 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (atomic_load_explicit(&c->gathered_last, memory_order_relaxed))
     fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
   if (gated) {
-    /* Everything this run does on the stream is in the graph. */
-    end_uses(c, x, ticket, stream);
+    /* Everything this run does on the stream is in the graph. The answer
+     * goes to the answerer before any other CUDA call here: such a call
+     * can wait behind another thread's that waits for the device, which
+     * waits for this run's gate (FL_ANSWER_CHECK_NS). */
     pl->last_stream = (void *)stream;
+    atomic_store(&pl->arrivals, 2);
     post_answer(b, pl, &m, &gen, want_refs, t0);
+    end_uses(c, x, ticket, stream);
+    plan_arrive(c, pl);
     free(gen);
     for (int i = 0; i < 3; i++)
       if (prof[i]) cudaEventDestroy(prof[i]);
@@ -941,7 +971,11 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (bad != ~0ull) {
     uint64_t id;
     uint32_t a = fl_batch_find(offsets, b->n_args, bad);
-    TRY(cudaMemcpy(&id, dargs[a].ids + (bad - b->args[a].key_offset), 8, cudaMemcpyDeviceToHost));
+    /* On the query's stream: a legacy-stream copy would wait for every
+     * blocking stream, launched runs' gates included. */
+    TRY(cudaMemcpyAsync(&id, dargs[a].ids + (bad - b->args[a].key_offset), 8,
+                        cudaMemcpyDeviceToHost, stream));
+    TRY(cudaStreamSynchronize(stream));
     st = fl_query_range_error(b, bad, id);
     goto done;
   }

@@ -158,7 +158,8 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
 }
 
 // One warp per missed position: copies its unique row from the staging,
-// arg a's rows at rows_of(a) (its staging, in device or host memory).
+// arg a's rows at rows_of(a, pointer) (its staging, in device or host
+// memory; pointer: the row is one of its unified-index pointer rows).
 // kFresh: the rows may be host memory the host rewrote since the GPU last
 // read it (copy_unit).
 template <bool kFresh = false, typename RowsOf>
@@ -174,7 +175,7 @@ __device__ void scatter_rows(const fl_batch_arg *args, const uint64_t *key_offse
     int pointer;
     fl_miss_resolve(key_offsets, args, n_args, m.per_arg, m.set.uid[m.slot[r]], &ua, &row, &pointer);
     uint8_t *dst = a.out + (pos - a.key_offset) * a.vec_bytes;
-    const uint8_t *s = rows_of(ua) + row * a.vec_bytes;
+    const uint8_t *s = rows_of(ua, pointer) + row * a.vec_bytes;
     // Staged rows start 16-byte aligned per arg but pack at vec_bytes, so
     // the unit must divide the source address too.
     uint32_t width = fl_batch_width(a.vec_bytes, (uint64_t)dst | (uint64_t)s);
@@ -185,7 +186,8 @@ __device__ void scatter_rows(const fl_batch_arg *args, const uint64_t *key_offse
 __global__ void scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uint32_t n_args,
                         fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
                         uint64_t n) {
-  scatter_rows(args, key_offsets, n_args, m, [=](uint32_t a) { return staging + stage_base[a]; }, n);
+  scatter_rows(args, key_offsets, n_args, m,
+               [=](uint32_t a, int) { return staging + stage_base[a]; }, n);
 }
 
 // Sum of v over the block (every thread gets it).
@@ -285,8 +287,8 @@ __global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_o
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
   if (!fl_zc_take(qualify, limit) || qualify != all) return;
-  scatter_rows(args, key_offsets, n_args, m, [=](uint32_t a) { return staging + stage_base[a]; },
-               m.counters[0]);
+  scatter_rows(args, key_offsets, n_args, m,
+               [=](uint32_t a, int) { return staging + stage_base[a]; }, m.counters[0]);
 }
 
 // The gate of a prepared query's graph (fl_gate), one warp: first hands the
@@ -323,9 +325,10 @@ __global__ void gate_wait(const fl_batch_arg *args, const uint64_t *key_offsets,
 }
 
 // After gate_wait, for a batch with rows for the host and a gate raised as
-// open: copies the host's rows (args not read in place) into the device
-// staging, for the admission round, and scatters every missed position,
-// host rows straight from the host's staging.
+// open: copies the host's rows (args not read in place, and the pointer
+// rows of those read in place, which the host fetches by reference) into
+// the device staging, for the admission round, and scatters every missed
+// position, host rows straight from the host's staging.
 __global__ void gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
                               uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
                               fl_gate g, const uint64_t *stage_base, uint8_t *staging) {
@@ -336,16 +339,28 @@ __global__ void gated_scatter(const fl_batch_arg *args, const uint64_t *key_offs
   const bool take = fl_zc_take(qualify, limit);
   const uint64_t step = (uint64_t)gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
   for (uint32_t a = 0; a < n_args; a++) {
-    if (take && zc[args[a].table].rows) continue;
-    const uint64_t units = fl_miss_stage_bytes(m.per_arg[FL_MISS_COUNTERS * a] +
-                                                   m.per_arg[FL_MISS_COUNTERS * a + 1],
-                                               args[a].vec_bytes) / 16;
+    const uint32_t miss = m.per_arg[FL_MISS_COUNTERS * a], ptr = m.per_arg[FL_MISS_COUNTERS * a + 1];
+    if (take && zc[args[a].table].rows) {
+      // Its pointer rows only, in units that stay clear of the rows read
+      // in place before them (rows pack at vec_bytes, a multiple of 2).
+      const uint64_t lo = stage_base[a] + (uint64_t)miss * args[a].vec_bytes,
+                     bytes = (uint64_t)ptr * args[a].vec_bytes;
+      const uint32_t width = fl_batch_width((uint32_t)bytes, (uint64_t)(staging + lo) |
+                                                                 (uint64_t)(g.host_staging + lo));
+      for (uint64_t u = first; u < bytes / width; u += step)
+        copy_unit<true>(staging + lo, g.host_staging + lo, width, (uint32_t)u);
+      continue;
+    }
+    const uint64_t units = fl_miss_stage_bytes(miss + ptr, args[a].vec_bytes) / 16;
     for (uint64_t u = first; u < units; u += step)
       copy_unit<true>(staging + stage_base[a], g.host_staging + stage_base[a], 16, (uint32_t)u);
   }
+  // Rows read in place are in the device staging; the rest, pointer rows
+  // included, in the host's.
   scatter_rows<true>(args, key_offsets, n_args, m,
-                     [=](uint32_t a) {
-                       return (take && zc[args[a].table].rows ? staging : g.host_staging) +
+                     [=](uint32_t a, int pointer) {
+                       return (take && zc[args[a].table].rows && !pointer ? staging
+                                                                          : g.host_staging) +
                               stage_base[a];
                      },
                      m.counters[0]);
@@ -391,9 +406,10 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
                                  uint32_t n_args, fl_miss_out m, const uint64_t *stage_base,
                                  const uint8_t *staging, uint64_t n, void *stream) {
   if (n == 0) return 0;
-  scatter<<<grid_for(n * 32), kThreads, 0, (cudaStream_t)stream>>>(args, key_offsets, n_args, m,
-                                                                    stage_base, staging, n);
-  return (int)cudaGetLastError();
+  // Through cudaLaunchKernel: its status is the launch's own (maint_kernels.cu).
+  void *params[] = {&args, &key_offsets, &n_args, &m, &stage_base, &staging, &n};
+  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)scatter,
+                               grid_for(n * 32), kThreads, 0, params);
 }
 
 extern "C" int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,

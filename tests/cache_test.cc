@@ -186,10 +186,14 @@ class CacheTest : public testing::TestWithParam<Param> {
   // checked against the store's. launch: through fl_prepared_launch and
   // fl_prepared_wait, every buffer on the device (CUDA), so that from the
   // second run the answerer gathers while the graph waits at its gate.
+  // unified: the unified index's size, so that misses of dense tables read
+  // in place come with pointer rows, which the host fetches.
   void PreparedAnswersLikeQuery(uint64_t zero_copy_rows, size_t nt, double admit = 0.7,
-                                bool launch = false, bool device_ids = false) {
+                                bool launch = false, bool device_ids = false,
+                                uint64_t unified = 0) {
     fl_config cfg = Config(1 << 20, admit);
     cfg.zero_copy_rows = zero_copy_rows;
+    cfg.unified_entries = unified;
     fl::Cache c = MakeCache(cfg);
     ASSERT_NE(c, nullptr);
     const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
@@ -255,10 +259,13 @@ class CacheTest : public testing::TestWithParam<Param> {
     if (cuda && zero_copy_rows) {
       EXPECT_GT(s.zero_copy_rows, 0u);
     }
+    if (unified) {
+      EXPECT_GT(s.dram_hits, 0u);
+    }
     // Dense tables only, fewer distinct misses than the limit: every miss is
     // read in place (from the second run on by the flat layout's graph,
     // which scatters them too).
-    if (cuda && zero_copy_rows && nt <= 3) {
+    if (cuda && zero_copy_rows && nt <= 3 && !unified) {
       EXPECT_EQ(s.zero_copy_rows, s.unique_misses);
     }
     // An id out of range (table 0 holds 50) fails the run and names it.
@@ -951,6 +958,44 @@ TEST_P(CacheTest, ZeroCopyReadsFewDenseMissesInPlace) {
   }
 }
 
+// A failed CUDA runtime call of the caller's own (here an allocation too
+// large to be made) leaves its error as the thread's last one, until
+// something reads it; no later library call on that thread may take it for
+// its own. Each call below gets such an error first: queries with misses
+// (their scatter kernel), an upsert that invalidates cached rows (the erase
+// kernel) and a clear (the index reset). Each must succeed and the answers
+// stay the store's. (Library launches checked with cudaGetLastError() after
+// <<<>>> failed here with "out of memory".)
+TEST_P(CacheTest, AnEarlierFailedCudaCallFailsNoLibraryCall) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "CUDA only";
+  fl::Cache c = MakeCache(Config(8 << 20, 1.0));
+  ASSERT_NE(c, nullptr);
+  auto fail_a_call = [] {
+    void *p = nullptr;
+    ASSERT_EQ(cudaMalloc(&p, 1ull << 50), cudaErrorMemoryAllocation);
+  };
+  std::mt19937_64 rng(5);
+  for (int batch = 0; batch < 4; batch++) {
+    fail_a_call();
+    QueryAndCheck(c.get(), Ids(rng, 200), nullptr, batch & 1);
+  }
+  FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  // The same values again: the cached rows of table 2 are invalidated.
+  std::vector<uint64_t> ids = {0, 1, 2, 3, 5, 8};
+  std::vector<float> rows(ids.size() * 64);
+  for (size_t i = 0; i < ids.size(); i++)
+    for (int j = 0; j < 64; j++) rows[i * 64 + j] = fl_synthetic_value(7, 2, ids[i], j);
+  uint64_t invalidated = Stats(c.get()).invalidations;
+  fail_a_call();
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data()),
+                     store_.get());
+  EXPECT_GT(Stats(c.get()).invalidations, invalidated);
+  fail_a_call();
+  FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
+  fail_a_call();
+  QueryAndCheck(c.get(), Ids(rng, 200), nullptr, true);
+}
+
 // Async admission (CUDA) racing queries on several streams, cache clears,
 // unified-index resizing and store writes that invalidate: the writes put
 // back the values the store already holds, so the oracle stays exact while
@@ -1064,6 +1109,47 @@ TEST_P(CacheTest, PreparedQueryReadsDenseMissesInItsGraph) {
 TEST_P(CacheTest, PreparedLaunchAnswersLikeQuery) {
   PreparedAnswersLikeQuery(0, tables_.size(), 0.7, true);
   PreparedAnswersLikeQuery(1024, tables_.size(), 0.7, true);
+}
+
+// Launched runs whose dense misses are read in place while some of them
+// hit unified-index pointers: the host fetches those rows, and the graph's
+// scatter must take them from the host's staging. (It took every row of a
+// table read in place from the device staging, where nothing had written
+// its pointer rows: the stress run saw torn rows by the million.)
+TEST_P(CacheTest, PreparedLaunchReadsInPlaceBesidePointerRows) {
+  PreparedAnswersLikeQuery(1024, tables_.size(), 0.5, true, false, 1000);
+  PreparedAnswersLikeQuery(1024, 3, 0.5, true, false, 1000);
+}
+
+// Launched runs while another thread keeps making calls that hold the CUDA
+// driver while they wait for the whole device (cudaFree; a copy on the
+// legacy default stream, which waits for every blocking stream): such a
+// call waits for a launched run's gate, which the answerer raises with no
+// CUDA call of its own, so it only waits. (When the launching thread
+// recorded its events before handing the run to the answerer, its record
+// waited behind the other call and the gate was never raised: the stress
+// run hung within seconds.)
+TEST_P(CacheTest, LaunchedRunsGoOnWhileAnotherThreadWaitsForTheDevice) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "CUDA only";
+  void *word = nullptr;
+  ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, waits{0};
+  std::thread waiter([&] {
+    uint64_t v = 0;
+    while (!stop) {
+      void *p = nullptr;
+      if (cudaMalloc(&p, 4096) != cudaSuccess || cudaFree(p) != cudaSuccess) failures++;
+      if (cudaMemcpy(&v, word, 8, cudaMemcpyDeviceToHost) != cudaSuccess) failures++;
+      waits++;
+    }
+  });
+  PreparedAnswersLikeQuery(0, tables_.size(), 0.7, true);
+  stop = true;
+  waiter.join();
+  cudaFree(word);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(waits.load(), 0);
 }
 
 TEST_P(CacheTest, BudgetIsRespected) {
