@@ -1,7 +1,8 @@
 #!/bin/sh
 # stress_test.sh: short runs of //tools:stress on the host backend: exit 0, a
-# summary line with rows checked and 0 violations, the --json summary, more
-# writers than one over more tables, and the exit code of bad usage (2).
+# summary line with rows checked and 0 violations, queries asked each of the
+# three ways (fl_query, prepared run, prepared launch), the --json summary,
+# more writers than one over more tables, and the exit code of bad usage (2).
 set -eu
 STRESS="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -16,7 +17,13 @@ rows=$(echo "$line" | sed -n 's/.* \([0-9][0-9]*\) rows checked.*/\1/p')
 [ "${rows:-0}" -gt 0 ] || fail "no rows checked: $line"
 echo "$line" | grep -q ', 0 violations$' || fail "violations: $line"
 echo "$line"
+asked=$(grep '^queries by ' "$T/out.txt") || fail "no line of queries by kind: $(cat "$T/out.txt")"
+for n in $(echo "$asked" | sed 's/[^0-9 ]//g'); do
+  [ "$n" -gt 0 ] || fail "a way of asking was not used: $asked"
+done
+echo "$asked"
 grep -q '"violations": 0,' "$T/s.json" || fail "json has the numbers"
+grep -q '"asked": {"fl_query": [1-9]' "$T/s.json" || fail "json counts the queries by kind"
 grep -q '"kind": "hashed fp32"' "$T/s.json" || fail "json lists the tables"
 
 # Rows split between writers; two of each table kind; a cache of a few pages.
@@ -25,7 +32,8 @@ grep -q '"kind": "hashed fp32"' "$T/s.json" || fail "json lists the tables"
 grep -q '^stress: backend host, .*, 0 violations$' "$T/w.txt" || fail "two writers: $(cat "$T/w.txt")"
 grep '^stress: ' "$T/w.txt"
 
-for bad in "--readers 0" "--backend gpu" "--seconds 0" "--no-such-option 1" "--seed"; do
+for bad in "--readers 0" "--backend gpu" "--seconds 0" "--no-such-option 1" "--seed" \
+           "--zero-copy-rows x"; do
   rc=0; "$STRESS" $bad > /dev/null 2>&1 || rc=$?
   [ "$rc" = 2 ] || fail "'$bad' exits 2, got $rc"
 done

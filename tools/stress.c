@@ -2,6 +2,13 @@
  * store of dense fp32, dense fp16 and hashed fp32 tables, a small cache over
  * it), the reader and writer threads, the row encoding, the checking rule
  * below and the report (a summary line, a table, optional JSON).
+ *
+ * Readers ask in three ways, in turn by their index (--ask picks which):
+ * fl_query with fresh batch sizes each time; a prepared query
+ * (fl_query_prepare, sizes fixed per reader) run with fl_prepared_run; and
+ * one launched with fl_prepared_launch then fl_prepared_wait (CUDA: its
+ * outputs in device memory, so the run does not wait for the host's part).
+ * Reader 0, which also makes the final pass, always uses fl_query.
  * Exit codes: 0 no violation, 1 a violation (or a failed setup), 2 usage error.
  *
  * Row encoding: the row (table t, id, version v) holds v in base 1024 in its
@@ -64,11 +71,16 @@ enum {
 
 /* ---------------------------------------------------------------- options */
 
+/* How a reader asks. */
+typedef enum ask { ASK_QUERY, ASK_PREPARED_RUN, ASK_PREPARED_LAUNCH, N_ASKS } ask;
+static const char *const ask_key[N_ASKS] = {"fl_query", "prepared_run", "prepared_launch"};
+
 typedef struct opts {
   fl_backend backend;
   double seconds;
   uint32_t readers, writers, tables;
-  uint64_t budget_kb, seed;
+  uint64_t budget_kb, seed, zero_copy_rows;
+  unsigned asks; /* bit per ask used by readers 1, 2, ... in turn */
   const char *json;
 } opts;
 
@@ -81,11 +93,15 @@ static void usage(FILE *f) {
         "  --backend B     auto|host|cuda [auto; env FL_BACKEND]\n"
         "  --seconds S     run time [10]\n"
         "  --readers N     query threads, each on its own CUDA stream, 1..64 [4]\n"
+        "  --ask LIST      how readers ask, in turn (reader 0 always by fl_query):\n"
+        "                  fl_query,prepared_run,prepared_launch [all three]\n"
         "  --writers W     store writer threads; writer 0 also clears, resizes and\n"
         "                  syncs the cache every 50 ms [1]\n"
         "  --tables T      tables: dense fp32, dense fp16, hashed fp32, repeated [3]\n"
         "  --budget-kb K   cache budget in KiB [768]\n"
         "  --seed N        ids, writes and admission coin [1]\n"
+        "  --zero-copy-rows N  CUDA: batches with at most N distinct dense misses\n"
+        "                  read them in place, under the writers [256]\n"
         "  --json FILE     the summary as JSON\n"
         "  -h, --help      this text\n"
         "Exit codes: 0 no violation, 1 violations or a failed setup, 2 usage error.\n",
@@ -115,6 +131,20 @@ static int u32_arg(const char *opt, const char *v, uint32_t lo, uint32_t hi, uin
   return 0;
 }
 
+/* A comma-separated list of ask_key names, as a bit set. */
+static int ask_arg(const char *opt, const char *v, unsigned *out) {
+  *out = 0;
+  for (const char *p = v; p && *p;) {
+    size_t n = strcspn(p, ",");
+    int k = 0;
+    while (k < N_ASKS && !(strlen(ask_key[k]) == n && !strncmp(p, ask_key[k], n))) k++;
+    if (k == N_ASKS) return bad(opt, v, "fl_query, prepared_run, prepared_launch, comma-separated");
+    *out |= 1u << k;
+    p += n + (p[n] == ',');
+  }
+  return *out ? 0 : bad(opt, v, "at least one way to ask");
+}
+
 static int option(opts *o, const char *a, const char *v) {
   if (!strcmp(a, "--backend")) {
     if (v && !strcmp(v, "auto")) o->backend = FL_BACKEND_AUTO;
@@ -134,6 +164,8 @@ static int option(opts *o, const char *a, const char *v) {
   if (!strcmp(a, "--tables")) return u32_arg(a, v, 1, 64, &o->tables);
   if (!strcmp(a, "--budget-kb")) return u64_arg(a, v, 1, 1ull << 32, &o->budget_kb);
   if (!strcmp(a, "--seed")) return u64_arg(a, v, 0, UINT64_MAX, &o->seed);
+  if (!strcmp(a, "--zero-copy-rows")) return u64_arg(a, v, 0, UINT64_MAX, &o->zero_copy_rows);
+  if (!strcmp(a, "--ask")) return ask_arg(a, v, &o->asks);
   if (!strcmp(a, "--json")) return v ? (o->json = v, 0) : bad(a, v, "a file name");
   fprintf(stderr, "error: unknown argument '%s' (see --help)\n", a);
   return -1;
@@ -141,7 +173,7 @@ static int option(opts *o, const char *a, const char *v) {
 
 /* 0 to run, 1 after --help, -1 on a usage error. */
 static int parse(int argc, char **argv, opts *o) {
-  *o = (opts){FL_BACKEND_AUTO, 10, 4, 1, 3, 768, 1, NULL};
+  *o = (opts){FL_BACKEND_AUTO, 10, 4, 1, 3, 768, 1, 256, (1u << N_ASKS) - 1, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
@@ -443,6 +475,8 @@ typedef struct lane {
 typedef struct reader {
   pthread_t thread;
   stress *s;
+  ask how;
+  fl_prepared *prepared;   /* ASK_PREPARED_*: over the lanes' buffers, sizes fixed */
   uint64_t rng;
   void *stream;            /* CUDA: a cudaStream_t of its own; host backend: NULL */
   lane *lanes;             /* per table */
@@ -452,12 +486,13 @@ typedef struct reader {
   uint64_t queries;
 } reader;
 
-/* Per table 0..MAX_IDS skewed ids, one in eight a repeat of the one before. */
+/* Per table 0..MAX_IDS skewed ids (a prepared query: as many as it was
+ * prepared for), one in eight a repeat of the one before. */
 static void draw(reader *r) {
   for (uint32_t t = 0; t < r->s->n_tables; t++) {
     lane *l = &r->lanes[t];
     const table *tb = &r->s->tables[t];
-    l->n = next(&r->rng) % (MAX_IDS + 1);
+    if (!r->prepared) l->n = next(&r->rng) % (MAX_IDS + 1);
     for (size_t i = 0; i < l->n; i++) {
       int repeat = i && next(&r->rng) % 8 == 0;
       l->rows[i] = repeat ? l->rows[i - 1] : skewed(&r->rng, tb->shape->corpus);
@@ -516,6 +551,34 @@ static int query(reader *r, uint64_t iter) {
   return ok;
 }
 
+/* One run of the reader's prepared query on the ids drawn; the answers end
+ * up in the lanes' host buffers, complete. CUDA: the ids go to the device
+ * buffers the query was prepared over, on the reader's stream, and the
+ * answers come back after the run. */
+static int query_prepared(reader *r) {
+  stress *s = r->s;
+  cudaStream_t stream = (cudaStream_t)r->stream;
+  for (uint32_t t = 0; s->cuda && t < s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    if (l->n && !cuda_ok(s, "cudaMemcpyAsync of ids",
+                         cudaMemcpyAsync(l->ids_dev, l->ids, l->n * sizeof *l->ids,
+                                         cudaMemcpyHostToDevice, stream)))
+      return 0;
+  }
+  snapshot(r);
+  int ok;
+  if (r->how == ASK_PREPARED_LAUNCH) {
+    ok = cache_ok(s, "fl_prepared_launch", fl_prepared_launch(r->prepared, stream)) &&
+         cache_ok(s, "fl_prepared_wait", fl_prepared_wait(r->prepared));
+  } else {
+    ok = cache_ok(s, "fl_prepared_run", fl_prepared_run(r->prepared, stream));
+  }
+  if (ok && s->cuda) ok = from_device(r);
+  if (s->cuda)
+    ok &= cuda_ok(s, "cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  return ok;
+}
+
 static void check(reader *r) {
   stress *s = r->s;
   for (uint32_t t = 0; t < s->n_tables; t++) {
@@ -536,13 +599,14 @@ static void *reader_main(void *arg) {
   reader *r = arg;
   for (uint64_t iter = 0; !atomic_load(&r->s->stop); iter++) {
     draw(r);
-    if (query(r, iter)) check(r);
+    if (r->prepared ? query_prepared(r) : query(r, iter)) check(r);
     r->queries++;
   }
   return NULL;
 }
 
 static void reader_free(reader *r) {
+  fl_prepared_destroy(r->prepared);
   for (uint32_t t = 0; r->lanes && t < r->s->n_tables; t++) {
     free(r->lanes[t].out);
     if (r->s->cuda) {
@@ -557,8 +621,31 @@ static void reader_free(reader *r) {
   free(r->tally);
 }
 
+/* A prepared query over the lanes' buffers (CUDA: the device ones), each
+ * table's size drawn once. */
+static int reader_prepare(reader *r) {
+  stress *s = r->s;
+  for (uint32_t t = 0; t < s->n_tables; t++) {
+    lane *l = &r->lanes[t];
+    l->n = next(&r->rng) % (MAX_IDS + 1);
+    r->q[t] = (fl_table_query){t, s->cuda ? l->ids_dev : l->ids, l->n,
+                               s->cuda ? l->out_dev : (void *)l->out};
+  }
+  return cache_ok(s, "fl_query_prepare",
+                  fl_query_prepare(s->cache, r->q, s->n_tables, &r->prepared));
+}
+
+/* Reader `index`'s way to ask: the asks chosen, in turn (reader 0:
+ * fl_query, for the final pass). */
+static ask ask_of(unsigned asks, uint32_t index) {
+  if (index == 0) return ASK_QUERY;
+  unsigned n = (unsigned)__builtin_popcount(asks), k = index % n;
+  for (int a = 0;; a++)
+    if (asks >> a & 1u && k-- == 0) return (ask)a;
+}
+
 static int reader_init(stress *s, reader *r, uint32_t index) {
-  *r = (reader){.s = s, .rng = fl_hash2(s->o.seed, index)};
+  *r = (reader){.s = s, .how = ask_of(s->o.asks, index), .rng = fl_hash2(s->o.seed, index)};
   r->lanes = calloc(s->n_tables, sizeof *r->lanes);
   r->q = calloc(s->n_tables, sizeof *r->q);
   r->scratch = malloc(s->widest);
@@ -570,16 +657,17 @@ static int reader_init(stress *s, reader *r, uint32_t index) {
     fprintf(stderr, "error: out of host memory for reader %u\n", index);
     return 0;
   }
-  if (!s->cuda) return 1;
-  cudaStream_t stream;
-  if (!cuda_ok(s, "cudaStreamCreate", cudaStreamCreate(&stream))) return 0;
-  r->stream = stream;
-  for (uint32_t t = 0; ok && t < s->n_tables; t++) {
+  if (s->cuda) {
+    cudaStream_t stream;
+    if (!cuda_ok(s, "cudaStreamCreate", cudaStreamCreate(&stream))) return 0;
+    r->stream = stream;
+  }
+  for (uint32_t t = 0; ok && s->cuda && t < s->n_tables; t++) {
     lane *l = &r->lanes[t];
     ok = cuda_ok(s, "cudaMalloc", cudaMalloc((void **)&l->ids_dev, MAX_IDS * sizeof *l->ids_dev)) &&
          cuda_ok(s, "cudaMalloc", cudaMalloc(&l->out_dev, MAX_IDS * s->tables[t].row_bytes));
   }
-  return ok;
+  return ok && (r->how == ASK_QUERY || reader_prepare(r));
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -639,6 +727,7 @@ static int make_cache(stress *s) {
   cfg.admit_probability = 0.5;
   cfg.unified_entries = UNIFIED_ON;
   cfg.seed = s->o.seed;
+  cfg.zero_copy_rows = s->o.zero_copy_rows;
   fl_status st = fl_cache_create(s->store, &cfg, &s->cache);
   if (st != FL_OK) {
     fprintf(stderr, "error: fl_cache_create: %s: %s\n", fl_status_name(st),
@@ -654,6 +743,7 @@ static int make_cache(stress *s) {
 typedef struct totals {
   double seconds;
   uint64_t queries, rows, violations;
+  uint64_t asked[N_ASKS]; /* the queries, by how they were asked */
   uint64_t failed_calls, final_rows, final_violations;
   tally *per_table;
   write_counts writes; /* all writers' */
@@ -686,6 +776,10 @@ static void print_report(const stress *s, const totals *x) {
            (unsigned long long)y->n[STALE], (unsigned long long)y->n[FUTURE],
            (unsigned long long)y->n[ZERO_BAD]);
   }
+  printf("queries by %s %llu, by %s %llu, by %s %llu\n", ask_key[ASK_QUERY],
+         (unsigned long long)x->asked[ASK_QUERY], ask_key[ASK_PREPARED_RUN],
+         (unsigned long long)x->asked[ASK_PREPARED_RUN], ask_key[ASK_PREPARED_LAUNCH],
+         (unsigned long long)x->asked[ASK_PREPARED_LAUNCH]);
   printf("failed calls %llu; final pass: %llu rows, %llu violations\n",
          (unsigned long long)x->failed_calls, (unsigned long long)x->final_rows,
          (unsigned long long)x->final_violations);
@@ -714,11 +808,15 @@ static int write_json(const stress *s, const totals *x, const char *path) {
   fprintf(f, "{\n  \"backend\": \"%s\",\n  \"seconds\": %.3f,\n  \"readers\": %u,\n"
           "  \"writers\": %u,\n  \"queries\": %llu,\n  \"rows_checked\": %llu,\n"
           "  \"violations\": %llu,\n  \"failed_calls\": %llu,\n  \"final_rows\": %llu,\n"
-          "  \"final_violations\": %llu,\n  \"tables\": [",
+          "  \"final_violations\": %llu,\n",
           s->cuda ? "cuda" : "host", x->seconds, s->o.readers, s->o.writers,
           (unsigned long long)x->queries, (unsigned long long)x->rows,
           (unsigned long long)x->violations, (unsigned long long)x->failed_calls,
           (unsigned long long)x->final_rows, (unsigned long long)x->final_violations);
+  fprintf(f, "  \"asked\": {");
+  for (int a = 0; a < N_ASKS; a++)
+    fprintf(f, "%s\"%s\": %llu", a ? ", " : "", ask_key[a], (unsigned long long)x->asked[a]);
+  fprintf(f, "},\n  \"tables\": [");
   for (uint32_t t = 0; t < s->n_tables; t++) {
     fprintf(f, "%s\n    {\"table\": \"%s\", \"kind\": \"%s\", \"rows_checked\": %llu", t ? "," : "",
             s->tables[t].name, s->tables[t].shape->kind,
@@ -794,6 +892,7 @@ static int run(stress *s, reader *readers, writer *writers, double *seconds) {
 static void add_up(const stress *s, const reader *readers, const writer *writers, totals *x) {
   for (uint32_t i = 0; i < s->o.readers; i++) {
     x->queries += readers[i].queries;
+    x->asked[readers[i].how] += readers[i].queries;
     for (uint32_t t = 0; t < s->n_tables; t++)
       for (int v = 0; v < N_VERDICTS; v++) x->per_table[t].n[v] += readers[i].tally[t].n[v];
   }
