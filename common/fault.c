@@ -12,6 +12,10 @@ void fl_fault_clear(void) {
   for (int i = 0; i < FL_FAULT_POINTS; i++) __atomic_store_n(&fl_fault_left[i], 0, __ATOMIC_SEQ_CST);
 }
 
+int fl_fault_armed(fl_fault_point point) {
+  return __atomic_load_n(&fl_fault_left[point], __ATOMIC_SEQ_CST) > 0;
+}
+
 int fl_fault_hit(fl_fault_point point) {
   int left = __atomic_load_n(&fl_fault_left[point], __ATOMIC_RELAXED);
   while (left > 0) {

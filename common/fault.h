@@ -14,7 +14,8 @@ typedef enum fl_fault_point {
   FL_FAULT_ROUND_BLOCK = 0,  /* an admission round's input block allocation (admit_round.c) */
   FL_FAULT_ROUND_GRAPH = 1,  /* instantiating a round's graph */
   FL_FAULT_ROUND_LAUNCH = 2, /* launching a round's graph */
-  FL_FAULT_POINTS = 3
+  FL_FAULT_PLAN_GRAPH = 3,   /* instantiating a prepared query's graph (query_cuda.c) */
+  FL_FAULT_POINTS = 4
 } fl_fault_point;
 
 /* The pass of `point` after the next `skip` fails, once. */
@@ -23,6 +24,8 @@ void fl_fault_arm(fl_fault_point point, unsigned skip);
 void fl_fault_clear(void);
 /* 1 when this pass through `point` must fail. */
 int fl_fault_hit(fl_fault_point point);
+/* 1 while `point` is armed and has not fired. */
+int fl_fault_armed(fl_fault_point point);
 
 #ifdef __cplusplus
 }

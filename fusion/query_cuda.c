@@ -32,6 +32,7 @@
 #include "cache/cuda_state.h"
 #include "common/courier.h"
 #include "common/cuda_check.h"
+#include "common/fault.h"
 #include "dram_store/store_internal.h"
 #include "fusion/admit_kernels.h"
 #include "fusion/query.h"
@@ -602,7 +603,7 @@ static void *plan_graph(fl_part_batch *b, fl_cuda_plan *pl, const fl_miss_out *m
   fl_launch_to to = {NULL, g, &last, 1};
   ok = ok && launch_index_phase(b, &pl->l, pl->x, m, pl->index_threads, pl->copy_threads, 0,
                                 b->c->cuda->zc_limit, gated, to, NULL) == 0;
-  ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
+  ok = ok && !fl_fault_hit(FL_FAULT_PLAN_GRAPH) && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
   if (!ok && exec) cudaGraphExecDestroy(exec);

@@ -1111,6 +1111,26 @@ TEST_P(CacheTest, PreparedLaunchAnswersLikeQuery) {
   PreparedAnswersLikeQuery(1024, tables_.size(), 0.7, true);
 }
 
+// A prepared query whose graphs cannot be built (instantiation failing by
+// fault point; CUDA): the plain one, so runs and launches go on by direct
+// launches, answering as runs; or only the gated one, so launches answer
+// as runs. Every answer is the store's, with and without reads in place.
+TEST_P(CacheTest, PreparedQueryWithoutItsGraphsAnswersByLaunches) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "graphs are CUDA's";
+  for (unsigned skip : {0u, 1u}) {
+    for (uint64_t zero_copy_rows : {0ull, 1024ull}) {
+      SCOPED_TRACE(std::to_string(skip) + " builds before the failing one, zero_copy_rows " +
+                   std::to_string(zero_copy_rows));
+      fl_fault_arm(FL_FAULT_PLAN_GRAPH, skip);
+      PreparedAnswersLikeQuery(zero_copy_rows, tables_.size(), 0.7, true);
+      // The per-table layout prepares no graph (a handle of several part
+      // batches runs them as fl_query does).
+      EXPECT_EQ(fl_fault_armed(FL_FAULT_PLAN_GRAPH), GetParam().layout == FL_LAYOUT_PER_TABLE);
+      fl_fault_clear();
+    }
+  }
+}
+
 // Launched runs whose dense misses are read in place while some of them
 // hit unified-index pointers: the host fetches those rows, and the graph's
 // scatter must take them from the host's staging. (It took every row of a
