@@ -32,8 +32,15 @@ grep -q '"kind": "hashed fp32"' "$T/s.json" || fail "json lists the tables"
 grep -q '^stress: backend host, .*, 0 violations$' "$T/w.txt" || fail "two writers: $(cat "$T/w.txt")"
 grep '^stress: ' "$T/w.txt"
 
+# The per-table layout: a prepared query there is one part batch per table.
+"$STRESS" --backend host --seconds 1 --layout per-table --readers 3 > "$T/p.txt" \
+  || fail "per-table layout: $(cat "$T/p.txt")"
+grep -q '^stress: backend host, per-table layout, .*, 0 violations$' "$T/p.txt" \
+  || fail "per-table layout: $(cat "$T/p.txt")"
+grep '^stress: ' "$T/p.txt"
+
 for bad in "--readers 0" "--backend gpu" "--seconds 0" "--no-such-option 1" "--seed" \
-           "--zero-copy-rows x"; do
+           "--zero-copy-rows x" "--layout rows"; do
   rc=0; "$STRESS" $bad > /dev/null 2>&1 || rc=$?
   [ "$rc" = 2 ] || fail "'$bad' exits 2, got $rc"
 done

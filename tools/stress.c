@@ -77,6 +77,7 @@ static const char *const ask_key[N_ASKS] = {"fl_query", "prepared_run", "prepare
 
 typedef struct opts {
   fl_backend backend;
+  fl_layout layout;
   double seconds;
   uint32_t readers, writers, tables;
   uint64_t budget_kb, seed, zero_copy_rows;
@@ -91,6 +92,7 @@ static void usage(FILE *f) {
         "the cache; every returned row is checked: never torn, another id's or older\n"
         "than the version complete before the query (rule in tools/stress.c).\n\n"
         "  --backend B     auto|host|cuda [auto; env FL_BACKEND]\n"
+        "  --layout L      flat|per-table [flat]\n"
         "  --seconds S     run time [10]\n"
         "  --readers N     query threads, each on its own CUDA stream, 1..64 [4]\n"
         "  --ask LIST      how readers ask, in turn (reader 0 always by fl_query):\n"
@@ -153,6 +155,12 @@ static int option(opts *o, const char *a, const char *v) {
     else return bad(a, v, "auto, host or cuda");
     return 0;
   }
+  if (!strcmp(a, "--layout")) {
+    if (v && !strcmp(v, "flat")) o->layout = FL_LAYOUT_FLAT;
+    else if (v && !strcmp(v, "per-table")) o->layout = FL_LAYOUT_PER_TABLE;
+    else return bad(a, v, "flat or per-table");
+    return 0;
+  }
   if (!strcmp(a, "--seconds")) {
     char *end;
     o->seconds = v ? strtod(v, &end) : 0;
@@ -173,7 +181,7 @@ static int option(opts *o, const char *a, const char *v) {
 
 /* 0 to run, 1 after --help, -1 on a usage error. */
 static int parse(int argc, char **argv, opts *o) {
-  *o = (opts){FL_BACKEND_AUTO, 10, 4, 1, 3, 768, 1, 256, (1u << N_ASKS) - 1, NULL};
+  *o = (opts){FL_BACKEND_AUTO, FL_LAYOUT_FLAT, 10, 4, 1, 3, 768, 1, 256, (1u << N_ASKS) - 1, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
@@ -723,6 +731,7 @@ static int make_cache(stress *s) {
   fl_config cfg;
   fl_config_default(&cfg);
   cfg.backend = s->o.backend;
+  cfg.layout = s->o.layout;
   cfg.budget_bytes = s->o.budget_kb << 10;
   cfg.admit_probability = 0.5;
   cfg.unified_entries = UNIFIED_ON;
@@ -763,8 +772,8 @@ static uint64_t violations(const tally *t) {
 }
 
 static void print_report(const stress *s, const totals *x) {
-  printf("stress: backend %s, %.1f s, %llu queries, %llu rows checked, %llu violations\n",
-         s->cuda ? "cuda" : "host", x->seconds, (unsigned long long)x->queries,
+  printf("stress: backend %s, %s layout, %.1f s, %llu queries, %llu rows checked, %llu violations\n",
+         s->cuda ? "cuda" : "host", s->o.layout == FL_LAYOUT_FLAT ? "flat" : "per-table", x->seconds, (unsigned long long)x->queries,
          (unsigned long long)x->rows, (unsigned long long)x->violations);
   printf("%-6s %-12s %14s %10s %6s %6s %7s %9s\n", "table", "kind", "rows checked", "zero rows",
          "torn", "stale", "future", "bad zero");
@@ -805,11 +814,12 @@ static int write_json(const stress *s, const totals *x, const char *path) {
     return 0;
   }
   const fl_cache_stats *c = &x->cache;
-  fprintf(f, "{\n  \"backend\": \"%s\",\n  \"seconds\": %.3f,\n  \"readers\": %u,\n"
+  fprintf(f, "{\n  \"backend\": \"%s\",\n  \"layout\": \"%s\",\n  \"seconds\": %.3f,\n  \"readers\": %u,\n"
           "  \"writers\": %u,\n  \"queries\": %llu,\n  \"rows_checked\": %llu,\n"
           "  \"violations\": %llu,\n  \"failed_calls\": %llu,\n  \"final_rows\": %llu,\n"
           "  \"final_violations\": %llu,\n",
-          s->cuda ? "cuda" : "host", x->seconds, s->o.readers, s->o.writers,
+          s->cuda ? "cuda" : "host", s->o.layout == FL_LAYOUT_FLAT ? "flat" : "per-table",
+          x->seconds, s->o.readers, s->o.writers,
           (unsigned long long)x->queries, (unsigned long long)x->rows,
           (unsigned long long)x->violations, (unsigned long long)x->failed_calls,
           (unsigned long long)x->final_rows, (unsigned long long)x->final_violations);
