@@ -60,11 +60,18 @@ if command -v compute-sanitizer >/dev/null; then
       tee "$out/racecheck_summary.txt"
   done
 fi
-# The stress run on the CUDA backend: 20 s plain, then FL_STRESS_MEMCHECK_S
-# seconds (default 60) under memcheck.
+# The stress run on the CUDA backend: 20 s plain; 10 s each with six readers
+# and a large cache (more batches read in place: two launching readers, so
+# the first stress of launches found wrong rows) and in the per-table
+# layout; then FL_STRESS_MEMCHECK_S seconds (default 60) under memcheck.
 echo "== stress --backend cuda"
 "$here/stress" --backend cuda --seconds 20 --json "$out/stress.json" >"$out/stress.log" 2>&1 || rc=1
 tail -n 2 "$out/stress.log"
+for more in "--readers 6 --budget-kb 65536 --writers 2" "--layout per-table --readers 6"; do
+  log="$out/stress_${more// /_}.log"
+  "$here/stress" --backend cuda --seconds 10 $more >"$log" 2>&1 || rc=1
+  grep -E "^stress:" "$log"
+done
 if command -v compute-sanitizer >/dev/null && [ "${FL_STRESS_MEMCHECK_S:-60}" != 0 ]; then
   echo "== compute-sanitizer --tool memcheck stress --backend cuda"
   compute-sanitizer --tool memcheck --error-exitcode 3 "$here/stress" --backend cuda \
