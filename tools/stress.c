@@ -517,16 +517,14 @@ static void snapshot(reader *r) {
   }
 }
 
-/* Device ids and outputs in place of the host ones (odd CUDA iterations). */
-static int to_device(reader *r) {
+/* The drawn ids into the device buffers, on the reader's stream (CUDA). */
+static int upload_ids(reader *r) {
   for (uint32_t t = 0; t < r->s->n_tables; t++) {
     lane *l = &r->lanes[t];
     if (l->n && !cuda_ok(r->s, "cudaMemcpyAsync of ids",
                          cudaMemcpyAsync(l->ids_dev, l->ids, l->n * sizeof *l->ids,
                                          cudaMemcpyHostToDevice, (cudaStream_t)r->stream)))
       return 0;
-    r->q[t].ids = l->ids_dev;
-    r->q[t].out = l->out_dev;
   }
   return 1;
 }
@@ -542,48 +540,32 @@ static int from_device(reader *r) {
   return 1;
 }
 
-/* One fl_query of the drawn ids; the answers end up in the lanes' host
- * buffers, complete. CUDA: odd iterations pass device ids and outputs, even
- * ones host memory (pageable, staged by the library). */
+/* Asks for the drawn ids the reader's way; the answers end up in the
+ * lanes' host buffers, complete. CUDA: fl_query's odd iterations pass device
+ * ids and outputs, its even ones host memory (pageable, staged by the
+ * library); a prepared query was prepared over the device buffers. */
 static int query(reader *r, uint64_t iter) {
   stress *s = r->s;
-  int device = s->cuda && (iter & 1);
-  for (uint32_t t = 0; t < s->n_tables; t++)
-    r->q[t] = (fl_table_query){t, r->lanes[t].ids, r->lanes[t].n, r->lanes[t].out};
-  if (device && !to_device(r)) return 0;
-  snapshot(r);
-  int ok = cache_ok(s, "fl_query", fl_query(s->cache, r->q, s->n_tables, r->stream));
-  if (ok && device) ok = from_device(r);
-  if (s->cuda)
-    ok &= cuda_ok(s, "cudaStreamSynchronize", cudaStreamSynchronize((cudaStream_t)r->stream));
-  return ok;
-}
-
-/* One run of the reader's prepared query on the ids drawn; the answers end
- * up in the lanes' host buffers, complete. CUDA: the ids go to the device
- * buffers the query was prepared over, on the reader's stream, and the
- * answers come back after the run. */
-static int query_prepared(reader *r) {
-  stress *s = r->s;
   cudaStream_t stream = (cudaStream_t)r->stream;
-  for (uint32_t t = 0; s->cuda && t < s->n_tables; t++) {
+  int device = s->cuda && (r->prepared || (iter & 1));
+  for (uint32_t t = 0; !r->prepared && t < s->n_tables; t++) {
     lane *l = &r->lanes[t];
-    if (l->n && !cuda_ok(s, "cudaMemcpyAsync of ids",
-                         cudaMemcpyAsync(l->ids_dev, l->ids, l->n * sizeof *l->ids,
-                                         cudaMemcpyHostToDevice, stream)))
-      return 0;
+    r->q[t] = device ? (fl_table_query){t, l->ids_dev, l->n, l->out_dev}
+                     : (fl_table_query){t, l->ids, l->n, l->out};
   }
+  if (device && !upload_ids(r)) return 0;
   snapshot(r);
   int ok;
-  if (r->how == ASK_PREPARED_LAUNCH) {
+  if (r->how == ASK_QUERY) {
+    ok = cache_ok(s, "fl_query", fl_query(s->cache, r->q, s->n_tables, stream));
+  } else if (r->how == ASK_PREPARED_LAUNCH) {
     ok = cache_ok(s, "fl_prepared_launch", fl_prepared_launch(r->prepared, stream)) &&
          cache_ok(s, "fl_prepared_wait", fl_prepared_wait(r->prepared));
   } else {
     ok = cache_ok(s, "fl_prepared_run", fl_prepared_run(r->prepared, stream));
   }
-  if (ok && s->cuda) ok = from_device(r);
-  if (s->cuda)
-    ok &= cuda_ok(s, "cudaStreamSynchronize", cudaStreamSynchronize(stream));
+  if (ok && device) ok = from_device(r);
+  if (s->cuda) ok &= cuda_ok(s, "cudaStreamSynchronize", cudaStreamSynchronize(stream));
   return ok;
 }
 
@@ -607,7 +589,7 @@ static void *reader_main(void *arg) {
   reader *r = arg;
   for (uint64_t iter = 0; !atomic_load(&r->s->stop); iter++) {
     draw(r);
-    if (r->prepared ? query_prepared(r) : query(r, iter)) check(r);
+    if (query(r, iter)) check(r);
     r->queries++;
   }
   return NULL;
