@@ -121,15 +121,9 @@ extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_
   return (int)e;
 }
 
-// The launches below go through cudaLaunchKernel (fl_launch_kernel), whose
-// status is the launch's own: a check of cudaGetLastError() after <<<>>>
-// also returns an earlier runtime call's failure on this thread that
-// nothing cleared (a reservoir's cudaMalloc that failed and fell back), and
-// failed the launch for it.
-
 extern "C" int fl_launch_index_reset(fl_index_view v, void *stream) {
   void *params[] = {&v};
-  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)reset_kernel,
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)reset_kernel,
                                grid_for(v.slots), kThreads, 0, params);
 }
 
@@ -138,9 +132,8 @@ extern "C" int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint
   cudaError_t e = cudaMemsetAsync(hist, 0, FL_AGE_BUCKETS * sizeof *hist, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
   void *params[] = {&v, &kind, &now, &hist};
-  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0},
-                               (const void *)histogram_kernel, grid_for(v.slots), kThreads, 0,
-                               params);
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)histogram_kernel,
+                               grid_for(v.slots), kThreads, 0, params);
 }
 
 extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
@@ -149,7 +142,7 @@ extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now
   cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
   void *params[] = {&v, &kind, &now, &b, &quota, &locs, &counters};
-  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)evict_kernel,
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)evict_kernel,
                                grid_for(v.slots), kThreads, 0, params);
 }
 
@@ -157,6 +150,6 @@ extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n
                                void *stream) {
   if (n == 0) return 0;
   void *params[] = {&v, &keys, &n, &locs};
-  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)erase_kernel,
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)erase_kernel,
                                grid_for(n), kThreads, 0, params);
 }

@@ -26,8 +26,18 @@ typedef struct fl_launch_to {
 __device__ __forceinline__ void fl_await_prior(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 #endif
 
+/* Work on a stream, outside any graph. */
+static inline fl_launch_to fl_launch_on(void *stream) {
+  fl_launch_to t = {stream, NULL, NULL, 0};
+  return t;
+}
+
 /* Kernel fn with its parameters (pointers to values of its parameter
- * types, as cudaLaunchKernel takes them; a graph node copies them). */
+ * types, as cudaLaunchKernel takes them; a graph node copies them). Every
+ * launch of the library goes through here: cudaLaunchKernel's status is the
+ * launch's own, where cudaGetLastError() after <<<>>> also returns an
+ * earlier failed runtime call of this thread that nothing cleared (a
+ * reservoir's cudaMalloc that fell back), and failed the launch for it. */
 static inline cudaError_t fl_launch_kernel(fl_launch_to t, const void *fn, dim3 grid, dim3 block,
                                            size_t smem, void **params) {
   if (!t.graph) return cudaLaunchKernel(fn, grid, block, params, smem, (cudaStream_t)t.stream);

@@ -32,10 +32,7 @@ extern "C" int fl_encode_launch(fl_code code, uint32_t key_bits, const uint64_t 
   const unsigned threads = 256;
   uint64_t blocks = (n + threads - 1) / threads;
   if (blocks > 65535) blocks = 65535;  // grid-stride covers the rest
-  // Through cudaLaunchKernel: its status is the launch's own, where
-  // cudaGetLastError() after <<<>>> also returns an earlier call's failure
-  // on this thread that nothing cleared.
   void *params[] = {&code, &key_bits, &ids, &n, &keys, &first_bad};
-  return fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)fl_encode_kernel,
+  return fl_launch_kernel(fl_launch_on(stream), (const void *)fl_encode_kernel,
                           (unsigned)blocks, threads, 0, params);
 }

@@ -192,8 +192,7 @@ static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, c
                         : fl_launch_zero_copy((const fl_batch_arg *)(D + l->args), b->n_args, *m,
                                               (const fl_zc_table *)(D + l->zc), cs->zc_limit,
                                               cs->zc_seq, (uint64_t *)(D + l->upload),
-                                              D + l->upload + head,
-                                              (fl_launch_to){b->stream, NULL, NULL, 0});
+                                              D + l->upload + head, fl_launch_on(b->stream));
     if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
                           cudaGetErrorString((cudaError_t)e));
     atomic_fetch_add(&c->unique_misses, zc_rows);
@@ -941,8 +940,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     TRY(cudaGraphLaunch((cudaGraphExec_t)(gated ? pl->exec_gated : pl->exec), stream));
   } else {
     TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, 0,
-                           (fl_launch_to){stream, NULL, NULL, 0},
-                           profiled ? prof : NULL));
+                           fl_launch_on(stream), profiled ? prof : NULL));
   }
   /* A batch after one with a gather likely has one too: wake the
    * store's gather threads now, so that they spin while the index kernel

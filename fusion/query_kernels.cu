@@ -406,9 +406,8 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
                                  uint32_t n_args, fl_miss_out m, const uint64_t *stage_base,
                                  const uint8_t *staging, uint64_t n, void *stream) {
   if (n == 0) return 0;
-  // Through cudaLaunchKernel: its status is the launch's own (maint_kernels.cu).
   void *params[] = {&args, &key_offsets, &n_args, &m, &stage_base, &staging, &n};
-  return (int)fl_launch_kernel((fl_launch_to){stream, NULL, NULL, 0}, (const void *)scatter,
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)scatter,
                                grid_for(n * 32), kThreads, 0, params);
 }
 
