@@ -36,6 +36,7 @@ typedef struct fl_gather_job {
   int skip_local;                  /* 1: the local tier is bypassed */
   fl_tier_counters *tier;          /* the store's tier statistics */
   _Atomic uint32_t *landed;        /* watched gathers: rows done per FL_GATHER_GRAIN block */
+  int for_device;                  /* outputs bound for a GPU (row_copy.h) */
 } fl_gather_job;
 
 /* Rows [b, e) of part qi, which are rows [b - start, e - start) of the part. */
@@ -55,11 +56,12 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     } else if (refs) {
       if (i + FL_GATHER_AHEAD < e)
         fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], refs[i + FL_GATHER_AHEAD]);
-      found = fl_table_read_ref(t, q->ids[i], refs[i], out + i * rb);
+      found = fl_table_read_ref(t, q->ids[i], refs[i], out + i * rb, j->for_device);
     } else {
       if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
       if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
-      found = fl_table_read(t, q->ids[i], out + i * rb, q->refs_out ? &q->refs_out[i] : NULL);
+      found = fl_table_read(t, q->ids[i], out + i * rb, q->refs_out ? &q->refs_out[i] : NULL,
+                            j->for_device);
     }
     if (found) continue;
     if (j->absent) {
@@ -80,6 +82,8 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     }
     memset(out + i * rb, 0, rb);
   }
+  /* Before anyone is told (the landed blocks, the pool's end of the job). */
+  fl_row_copy_fence(j->for_device);
   atomic_fetch_add_explicit(&t->lookups, e - b, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->tier->lookups, e - b, memory_order_relaxed);
   atomic_fetch_add_explicit(&j->tier->local_hits, e - b - miss - elsewhere, memory_order_relaxed);
@@ -167,7 +171,7 @@ fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_
 
 fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
                                 uint32_t n, fl_missing policy, uint64_t *missing,
-                                const fl_gather_watch *watch) {
+                                const fl_gather_watch *watch, int for_device) {
   size_t *start = malloc((n + 1) * sizeof *start);
   _Atomic uint64_t *miss = calloc(n ? n : 1, sizeof *miss);
   if (!start || !miss) {
@@ -179,7 +183,7 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
   for (uint32_t i = 0; i < n; i++) start[i + 1] = start[i] + parts[i].n;
   size_t total = start[n];
   fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss,
-                       .tier = &s->tier};
+                       .tier = &s->tier, .for_device = for_device};
   atomic_init(&job.failed, 0);
   atomic_init(&job.n_absent, 0);
   fl_remote *rm = s->remote;
@@ -235,7 +239,8 @@ fl_status fl_gather_start(fl_store *s, const char *call, const void *queries, ui
 /* fl_store_gather and fl_store_gather_watched. */
 static fl_status gather_queries(fl_store *s, const char *call, const fl_table_query *queries,
                                 uint32_t n_queries, fl_missing policy, uint64_t *missing,
-                                const fl_gather_watch *watch, uint64_t *const *refs_out) {
+                                const fl_gather_watch *watch, uint64_t *const *refs_out,
+                                int for_device) {
   fl_gather_part *parts;
   fl_status st = fl_gather_start(s, call, queries, n_queries, policy, &parts);
   if (st != FL_OK) return st;
@@ -244,20 +249,22 @@ static fl_status gather_queries(fl_store *s, const char *call, const fl_table_qu
     st = fl_gather_part_init(s, call, i, q->table, q->ids, q->n, q->out, &parts[i]);
     if (st == FL_OK && refs_out) parts[i].refs_out = refs_out[i];
   }
-  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, watch);
+  if (st == FL_OK)
+    st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, watch, for_device);
   free(parts);
   return st;
 }
 
 fl_status fl_store_gather(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                           fl_missing policy, uint64_t *missing) {
-  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, missing, NULL, NULL);
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, missing, NULL, NULL, 0);
 }
 
 fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                                   fl_missing policy, const fl_gather_watch *watch,
-                                  uint64_t *const *refs_out) {
-  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch, refs_out);
+                                  uint64_t *const *refs_out, int for_device) {
+  return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch, refs_out,
+                        for_device);
 }
 
 void fl_store_expect_gather(fl_store *s, uint64_t ns) { fl_workers_wake(s->workers, ns); }

@@ -37,7 +37,7 @@ fl_status fl_store_refs(fl_store *s, uint32_t table, const uint64_t *ids, size_t
 }
 
 fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_t n_queries,
-                               fl_missing policy, uint64_t *missing) {
+                               fl_missing policy, uint64_t *missing, int for_device) {
   static const char call[] = "fl_store_gather_refs";
   fl_gather_part *parts;
   fl_status st = fl_gather_start(s, call, queries, n_queries, policy, &parts);
@@ -50,7 +50,8 @@ fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_
                    i, q->table, parts[i].t->name);
     parts[i].refs = q->refs;
   }
-  if (st == FL_OK) st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, NULL);
+  if (st == FL_OK)
+    st = fl_store_gather_parts(s, call, parts, n_queries, policy, missing, NULL, for_device);
   free(parts);
   return st;
 }

@@ -93,10 +93,10 @@ fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_
  * start[i] <= row (start[0] = 0, n parts). */
 uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row);
 /* Gathers n validated parts on the store's workers inside one grace section;
- * missing and watch (optional) as in fl_store_gather and
+ * missing and watch (optional), and for_device, as in fl_store_gather and
  * fl_store_gather_watched. */
 fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
                                 uint32_t n, fl_missing policy, uint64_t *missing,
-                                const fl_gather_watch *watch);
+                                const fl_gather_watch *watch, int for_device);
 
 #endif

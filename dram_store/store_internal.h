@@ -62,9 +62,10 @@ typedef struct fl_ref_query {
  * slot live and owned by ids[i]); a row that no longer does is looked up by id as
  * fl_store_gather would (zero-fill or FL_ERR_NOT_FOUND per policy). Counts
  * lookups in the table stats like fl_store_gather. missing (optional) as in
- * fl_store_gather. Inputs are validated as fl_store_gather does. */
+ * fl_store_gather. Inputs are validated as fl_store_gather does. for_device:
+ * the outputs go to a GPU, not back to this CPU (dram_store/row_copy.h). */
 fl_status fl_store_gather_refs(fl_store *s, const fl_ref_query *queries, uint32_t n_queries,
-                               fl_missing policy, uint64_t *missing);
+                               fl_missing policy, uint64_t *missing, int for_device);
 
 /* A consumer of a gather's rows as they land: fn gets the number of leading
  * rows (all queries' rows in order) that are in their outputs, increasing,
@@ -79,10 +80,10 @@ typedef struct fl_gather_watch {
  * A cluster store tells it once, at the end. No call after a failure.
  * refs_out (optional): per query, NULL or where its rows' references go
  * (fl_store_refs's, 0 for a row not found locally), from the lookups the
- * gather makes anyway. */
+ * gather makes anyway. for_device as in fl_store_gather_refs. */
 fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, uint32_t n_queries,
                                   fl_missing policy, const fl_gather_watch *watch,
-                                  uint64_t *const *refs_out);
+                                  uint64_t *const *refs_out, int for_device);
 
 /* Zero-copy reads: a GPU reads dense tables' rows in place, under the row
  * seqlocks (seq_stripe.h), once that memory is registered for device access.

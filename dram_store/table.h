@@ -15,6 +15,7 @@
 #include "dram_store/grace.h"
 #include "dram_store/hash_index.h"
 #include "dram_store/mem.h"
+#include "dram_store/row_copy.h"
 #include "dram_store/rows.h"
 #include "dram_store/seqlock.h"
 #include "include/fleche.h"
@@ -110,8 +111,10 @@ static inline _Atomic uint32_t *fl_table_slot_seq(fl_table *t, const fl_row_head
 
 /* Reader: copies slot h's vector into out, torn-free; returns 1 when the
  * copy is id's current row (the slot live and owned by id, read together
- * with the vector), else 0 (out then holds another row: overwrite it). */
-static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, void *out) {
+ * with the vector), else 0 (out then holds another row: overwrite it).
+ * for_device: out goes to a GPU (fl_row_copy). */
+static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, void *out,
+                                     int for_device) {
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   uint32_t v;
   uint64_t owner, live;
@@ -119,7 +122,7 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
     v = fl_seq_read_begin(s);
     owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
     live = atomic_load_explicit(&h->live, memory_order_relaxed);
-    memcpy(out, h + 1, t->row_bytes);
+    fl_row_copy(out, h + 1, t->row_bytes, for_device);
   } while (fl_seq_read_retry(s, v));
   if (!(live & FL_ROW_LIVE) || owner != id) return 0;
   /* The CLOCK bit (local_evict.c): set once, outside the seqlock, by an
@@ -131,9 +134,10 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
 /* Reader: copies id's vector into out; 1 when found, 0 when a hashed table
  * lacks it (out untouched). Dense ids must be in range. ref (optional) gets
  * the row's reference, as fl_table_ref gives it (0 when not found): the
- * lookup is done anyway. Callers are inside a grace section
- * (fl_grace_enter). */
-static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *ref) {
+ * lookup is done anyway. for_device: out goes to a GPU (fl_row_copy).
+ * Callers are inside a grace section (fl_grace_enter). */
+static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *ref,
+                                int for_device) {
   if (t->dense) {
     if (ref) *ref = (uint64_t)(uintptr_t)(t->dense + id * t->row_bytes);
     const unsigned char *src = t->dense + id * t->row_bytes;
@@ -141,7 +145,7 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *r
     uint32_t v;
     do {
       v = fl_seq_read_begin(s);
-      memcpy(out, src, t->row_bytes);
+      fl_row_copy(out, src, t->row_bytes, for_device);
     } while (fl_seq_read_retry(s, v));
     return 1;
   }
@@ -153,7 +157,7 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *r
     }
     /* A stale slot (the id was removed, the slot reused): look again. */
     fl_row_head *h = fl_rows_slot(&t->slots, r);
-    if (fl_table_read_slot(t, h, id, out)) {
+    if (fl_table_read_slot(t, h, id, out, for_device)) {
       if (ref) *ref = (uint64_t)(uintptr_t)(h + 1);
       return 1;
     }
@@ -197,9 +201,11 @@ static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref)
  * when the slot's owner is still id; otherwise (id removed, the slot reused
  * or the ref 0) id is looked up as fl_table_read does. Dense rows always
  * belong to their id, so the id is read directly. */
-static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out) {
-  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), id, out)) return 1;
-  return fl_table_read(t, id, out, NULL);
+static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out,
+                                    int for_device) {
+  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), id, out, for_device))
+    return 1;
+  return fl_table_read(t, id, out, NULL, for_device);
 }
 
 #endif

@@ -66,7 +66,7 @@ void fl_misses_generations(const fl_cache *c, uint64_t *gen) {
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                           uint64_t *refs, int want_refs, uint8_t *staging,
                           const uint64_t *stage_base, const void *const *in_place,
-                          fl_staged_fn staged, void *ctx) {
+                          fl_staged_fn staged, void *ctx, int for_device) {
   fl_cache *c = b->c;
   uint64_t cpu0 = fl_thread_cpu_ns();
   uint32_t na = b->n_args ? b->n_args : 1;
@@ -112,8 +112,9 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
   fl_status st = FL_OK;
   if (nq)
     st = fl_store_gather_watched(c->store, q, nq, c->cfg.missing, staged && !nr ? &watch : NULL,
-                                 want_refs ? refs_out : NULL);
-  if (st == FL_OK && nr) st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL);
+                                 want_refs ? refs_out : NULL, for_device);
+  if (st == FL_OK && nr)
+    st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL, for_device);
   uint64_t cpu2 = fl_thread_cpu_ns();
   atomic_fetch_add(&c->ns_store_gather, fl_now_ns() - t0);
   atomic_fetch_add(&c->unique_misses, rows);

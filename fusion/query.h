@@ -57,11 +57,12 @@ void fl_misses_generations(const fl_cache *c, uint64_t *gen);
  * comes by id); its failure fails the fetch with its status. want_refs: the
  * misses fetched by id also get their store references at their uids in
  * refs (0 when the store lacks the id), for the pointers a unified index
- * may take, from the lookups the gather makes anyway. */
+ * may take, from the lookups the gather makes anyway. for_device: the
+ * staging goes to the GPU and is not read here again (dram_store/row_copy.h). */
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                           uint64_t *refs, int want_refs, uint8_t *staging,
                           const uint64_t *stage_base, const void *const *in_place,
-                          fl_staged_fn staged, void *ctx);
+                          fl_staged_fn staged, void *ctx, int for_device);
 /* Store references of the unique misses of the tables read in place (not
  * fetched by fl_misses_fetch), at their uids in refs. */
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,

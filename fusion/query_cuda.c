@@ -208,7 +208,7 @@ static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, c
   atomic_store_explicit(&c->gathered_last, *host_rows != 0, memory_order_relaxed);
   if (st == FL_OK && *host_rows)
     st = fl_misses_fetch(b, per_arg, uniq_ids, uniq_refs, want_refs, staging, stage_base, in_place,
-                         up ? upload_stretch : NULL, up);
+                         up ? upload_stretch : NULL, up, 1);
   return st;
 }
 

@@ -196,7 +196,7 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
     fl_misses_generations(c, gen);
     st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs,
                          fl_cache_unified_limit(c, b->part) > 0, x->staging, x->stage_base, NULL,
-                         NULL, NULL);
+                         NULL, NULL, 0);
   }
   cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK) {
