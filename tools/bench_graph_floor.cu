@@ -23,8 +23,10 @@ double now_us() {
 
 // The last block to finish raises *flag, as fused_index's publish does;
 // with host_word, every block first reads it (pinned, device-mapped).
+// With set_cond, the last block also sets the graph's IF condition to 0, as
+// the index kernel would for a batch with nothing for the gate.
 __global__ void publish(unsigned *done, volatile unsigned *flag, const uint64_t *host_word,
-                        uint64_t *sink) {
+                        uint64_t *sink, cudaGraphConditionalHandle cond, int set_cond) {
   __shared__ bool last;
   if (host_word && threadIdx.x == 0) sink[blockIdx.x] = *(const volatile uint64_t *)host_word;
   __syncthreads();
@@ -36,6 +38,7 @@ __global__ void publish(unsigned *done, volatile unsigned *flag, const uint64_t 
   if (last && threadIdx.x == 0) {
     __threadfence_system();
     *flag = 1u;
+    if (set_cond) cudaGraphSetConditional(cond, 0);
   }
 }
 
@@ -60,24 +63,51 @@ struct publish_args {
   volatile unsigned *flag;
   const uint64_t *word;
   uint64_t *sink;
-  void *params[4] = {&done, &flag, &word, &sink};
+  cudaGraphConditionalHandle cond = 0;
+  int set_cond = 0;
+  void *params[6] = {&done, &flag, &word, &sink, &cond, &set_cond};
 };
 
 // What each shape is made of (bench_graph_floor.h), in shape order.
+// more: kernels after the second (the gate's place), in an IF node's body
+// with in_if (skipped: the first kernel sets its condition to 0).
 struct shape_parts {
   const char *name;
   bool graph, upload, second, early, reads_host, new_params;
+  int more;
+  bool in_if;
 };
 constexpr shape_parts kShapes[FL_FLOOR_SHAPES] = {
-    {"kernel", true, false, false, false, false, false},
-    {"upload+kernel", true, true, false, false, false, false},
-    {"upload+2 kernels", true, true, true, false, false, false},
-    {"upload+2 kernels, early", true, true, true, true, false, false},
-    {"kernel reads host", true, false, false, false, true, false},
-    {"kernel, new params", true, false, false, false, false, true},
-    {"2 kernels, early, new params", true, false, true, true, false, true},
-    {"plain launch", false, false, false, false, false, false},
+    {"kernel", true, false, false, false, false, false, 0, false},
+    {"upload+kernel", true, true, false, false, false, false, 0, false},
+    {"upload+2 kernels", true, true, true, false, false, false, 0, false},
+    {"upload+2 kernels, early", true, true, true, true, false, false, 0, false},
+    {"kernel reads host", true, false, false, false, true, false, 0, false},
+    {"kernel, new params", true, false, false, false, false, true, 0, false},
+    {"2 kernels, early, new params", true, false, true, true, false, true, 0, false},
+    {"plain launch", false, false, false, false, false, false, 0, false},
+    {"upload+4 kernels, early", true, true, true, true, false, false, 2, false},
+    {"upload+2 kernels, early, IF of 2 skipped", true, true, true, true, false, false, 2, true},
 };
+
+// An IF node after the last node added to `to`, whose body (built into
+// *body as `to` is) runs only when a kernel before it set `cond` nonzero.
+cudaError_t add_if(fl_launch_to to, cudaGraphConditionalHandle cond, fl_launch_to *body,
+                   void **body_last) {
+  cudaGraphNodeParams p{};  // the reserved fields must be 0
+  p.type = cudaGraphNodeTypeConditional;
+  p.conditional.handle = cond;
+  p.conditional.type = cudaGraphCondTypeIf;
+  p.conditional.size = 1;
+  cudaGraphNode_t prev = (cudaGraphNode_t)*to.last, n = nullptr;
+  cudaError_t e = cudaGraphAddNode(&n, (cudaGraph_t)to.graph, prev ? &prev : nullptr, nullptr,
+                                   prev ? 1 : 0, &p);
+  if (e != cudaSuccess) return e;
+  *to.last = n;
+  *body_last = nullptr;
+  *body = {nullptr, p.conditional.phGraph_out[0], body_last, to.early};
+  return cudaSuccess;
+}
 
 // The graph outlives its instance: a parameter update names the node of the
 // graph the instance was made from. Built node by node as the library builds
@@ -93,6 +123,10 @@ cudaError_t build(const shape_parts &sp, const bufs &b, uint64_t header_bytes, p
   pa->flag = b.flag();
   pa->done = b.done;
   pa->sink = b.sink;
+  pa->set_cond = sp.in_if;
+  // The condition is 0 at each launch unless a kernel sets it.
+  if (e == cudaSuccess && sp.in_if)
+    e = cudaGraphConditionalHandleCreate(&pa->cond, *graph, 0, cudaGraphCondAssignDefault);
   if (e == cudaSuccess)
     e = fl_launch_kernel(to, (const void *)publish, kBlocks, kThreads, 0, pa->params);
   *kernel = (cudaGraphNode_t)last;
@@ -100,6 +134,11 @@ cudaError_t build(const shape_parts &sp, const bufs &b, uint64_t header_bytes, p
   void *params2[] = {&sink};
   if (e == cudaSuccess && sp.second)
     e = fl_launch_kernel(to, (const void *)after, kBlocks, kThreads, 0, params2);
+  void *body_last = nullptr;
+  fl_launch_to more = to;
+  if (e == cudaSuccess && sp.in_if) e = add_if(to, pa->cond, &more, &body_last);
+  for (int i = 0; e == cudaSuccess && i < sp.more; i++)
+    e = fl_launch_kernel(more, (const void *)after, kBlocks, kThreads, 0, params2);
   if (e == cudaSuccess) e = cudaGraphInstantiate(exec, *graph, 0);
   return e;
 }
@@ -125,7 +164,7 @@ cudaError_t time_shape(const shape_parts &sp, const bufs &b, uint64_t header_byt
       if (sp.new_params) e = cudaGraphExecKernelNodeSetParams(exec, kernel, &kp);
       if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
     } else {
-      publish<<<kBlocks, kThreads, 0, s>>>(b.done, b.flag(), nullptr, b.sink);
+      publish<<<kBlocks, kThreads, 0, s>>>(b.done, b.flag(), nullptr, b.sink, 0, 0);
       e = cudaGetLastError();
     }
     if (e != cudaSuccess) break;

@@ -26,6 +26,10 @@ typedef enum fl_floor_shape {
   FL_FLOOR_TWO_EARLY_NEW_PARAMS, /* no upload, two kernels, the second launched early, the
                                     first's parameters set anew before each launch */
   FL_FLOOR_PLAIN_LAUNCH,       /* the kernel launched on the stream, no graph */
+  FL_FLOOR_UPLOAD_FOUR_EARLY,  /* upload and four kernels, each after the first launched
+                                  early (a launch's index, hit copy and gate kernels) */
+  FL_FLOOR_UPLOAD_TWO_EARLY_IF, /* the same with the last two in an IF node's body,
+                                   skipped (the first kernel sets its condition to 0) */
   FL_FLOOR_SHAPES
 } fl_floor_shape;
 
