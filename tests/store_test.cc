@@ -3,8 +3,10 @@
 // vectors), statistics, and every model file format with its failure modes.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -397,12 +399,30 @@ TEST(StoreTest, GatherHandsOutTheReferencesItLookedUp) {
 
 // ---------------------------------------------------------------- concurrency
 
-// A row written at version v: element 0 encodes (v, id), the others are
-// element 0 + 1000, so a torn row (elements of two versions) or another id's
-// row is detectable; a missing id reads as zeros. fp16 holds these exactly.
-void VersionRow(const fl_table_desc &d, uint64_t id, uint32_t v, unsigned char *row) {
+// A row written at version v of id: every element is 1 + 32 * digit + v % 32,
+// where the digit of element j is digit j % 8 of (id, v) in base 32 (elements
+// 0-3 carry the id, 4-7 the version, then again). So every element is an
+// integer in 1..1024 (exact in fp16), a written row is never all zeros (the
+// gather's answer for a missing id), a row names its id and version exactly,
+// and any element of another version or id differs from the row its first 8
+// elements name. Rows need dim >= 8; ids and versions stay below 2^20.
+constexpr uint32_t kRowDigits = 8;
+constexpr uint64_t kRowLimit = 1u << 20;  // ids and versions: 4 digits of 5 bits
+
+float VersionElem(uint64_t id, uint64_t v, uint32_t j) {
+  uint32_t k = j % kRowDigits;
+  uint64_t digit = ((k < 4 ? id : v) >> (5 * (k % 4))) & 31;
+  return (float)(1 + 32 * digit + v % 32);
+}
+
+void VersionRow(const fl_table_desc &d, uint64_t id, uint64_t v, unsigned char *row) {
+  if (d.dim < kRowDigits || id >= kRowLimit || v >= kRowLimit) {
+    std::fprintf(stderr, "VersionRow: dim %u, id %llu, version %llu outside the encoding\n",
+                 d.dim, (unsigned long long)id, (unsigned long long)v);
+    std::abort();
+  }
   for (uint32_t j = 0; j < d.dim; j++) {
-    float x = (float)((v % 100) * 10 + id % 10 + (j == 0 ? 0 : 1000));
+    float x = VersionElem(id, v, j);
     if (d.dtype == FL_FP16) {
       uint16_t h = fl_f32_to_f16(x);
       std::memcpy(row + j * 2, &h, 2);
@@ -423,20 +443,41 @@ float Elem(const fl_table_desc &d, const unsigned char *row, uint32_t j) {
   return x;
 }
 
-// Rows of a gather under concurrent writers that are torn (elements of two
-// versions: element j must be element 0 + 1000) or belong to another id (a
-// non-zero row's element 0 encodes its id modulo 10). Counts rows in *checked.
+// What a gathered row is: all zeros (the id was absent), exactly
+// VersionRow(d, *id, *v) for the id and version its first 8 elements name,
+// or neither (torn, or garbage).
+enum class RowIs { kAbsent, kVersion, kBad };
+
+RowIs ReadVersionRow(const fl_table_desc &d, const unsigned char *row, uint64_t *id, uint64_t *v) {
+  size_t rb = d.dim * ElemBytes(d);
+  if (std::all_of(row, row + rb, [](unsigned char c) { return c == 0; })) return RowIs::kAbsent;
+  *id = *v = 0;
+  for (uint32_t k = 0; k < kRowDigits; k++) {
+    float x = Elem(d, row, k);
+    if (!(x >= 1 && x <= 1024) || x != (float)(int)x) return RowIs::kBad;
+    uint64_t digit = (uint64_t)(x - 1) / 32;
+    (k < 4 ? *id : *v) |= digit << (5 * (k % 4));
+  }
+  std::vector<unsigned char> want(rb);
+  VersionRow(d, *id, *v, want.data());
+  return std::memcmp(row, want.data(), rb) == 0 ? RowIs::kVersion : RowIs::kBad;
+}
+
+// Rows of a gather under concurrent writers that are not one whole version
+// written for the id asked (torn rows, another id's row, garbage), or that
+// are absent where the id is never absent (absent_ok false: dense tables,
+// written before the readers start). Counts rows in *checked.
 uint64_t BadRows(const fl_table_desc &d, const unsigned char *out, size_t n, const uint64_t *ids,
-                 std::atomic<uint64_t> *checked) {
+                 bool absent_ok, std::atomic<uint64_t> *checked) {
   size_t rb = d.dim * ElemBytes(d);
   uint64_t bad = 0;
   for (size_t i = 0; i < n; i++) {
-    const unsigned char *row = out + i * rb;
-    float first = Elem(d, row, 0);
-    bool zero = Elem(d, row, 1) == 0;
-    for (uint32_t j = 1; j < d.dim && !zero; j++)
-      if (Elem(d, row, j) != first + 1000) { bad++; break; }
-    if (!zero && (uint64_t)first % 10 != ids[i] % 10) bad++;
+    uint64_t id, v;
+    switch (ReadVersionRow(d, out + i * rb, &id, &v)) {
+      case RowIs::kAbsent: bad += !absent_ok; break;
+      case RowIs::kVersion: bad += id != ids[i]; break;
+      case RowIs::kBad: bad++; break;
+    }
   }
   *checked += n;
   return bad;
@@ -447,6 +488,12 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
                                   Desc("hash16", 64, 1031, FL_FP16, FL_IDS_HASHED),
                                   Desc("hash32", 8, 300, FL_FP32, FL_IDS_HASHED)};
   Store s = MakeStore(d, 2);
+  // The dense rows hold version 0 before the readers start: none reads as absent.
+  std::vector<unsigned char> first(d[0].dim * ElemBytes(d[0]));
+  for (uint64_t id = 0; id < 64; id++) {
+    VersionRow(d[0], id, 0, first.data());
+    FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, &id, 1, first.data()), s.get());
+  }
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> torn{0}, checked{0};
   std::vector<std::thread> threads;
@@ -497,7 +544,9 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
       }
       while (!stop.load()) {
         ASSERT_EQ(fl_store_gather(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr), FL_OK);
-        for (uint32_t t = 0; t < 3; t++) torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(), &checked);
+        for (uint32_t t = 0; t < 3; t++)
+          torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(),
+                          d[t].id_kind == FL_IDS_HASHED, &checked);
       }
     });
   }
@@ -810,7 +859,9 @@ TEST(StoreRefsTest, ConcurrentWritersNoTornRows) {
         // hash32 rows are 16-byte units) must be as torn-free as memcpy.
         ASSERT_EQ(fl_store_gather_refs(s.get(), q.data(), 3, FL_MISSING_ZERO, nullptr, round % 2),
                   FL_OK);
-        for (uint32_t t = 0; t < 3; t++) torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(), &checked);
+        for (uint32_t t = 0; t < 3; t++)
+          torn += BadRows(d[t], out[t].data(), q[t].n, ids.data(),
+                          d[t].id_kind == FL_IDS_HASHED, &checked);
       }
     });
   }
