@@ -23,7 +23,9 @@ TEST(Slots, KnownKeys) {
   // Values from redis-cli CLUSTER KEYSLOT.
   EXPECT_EQ(Slot("foo"), 12182);
   EXPECT_EQ(Slot("bar"), 5061);
-  EXPECT_EQ(Slot("key:000000000001"), Slot("key:000000000001"));
+  EXPECT_EQ(Slot("key:000000000001"), 8924);
+  EXPECT_EQ(Slot("{user1000}.following"), 3443);
+  EXPECT_EQ(Slot("hello"), 866);
 }
 
 TEST(Slots, HashTags) {
