@@ -49,16 +49,37 @@ TEST(Workers, EveryItemRunsOnceOverManyJobs) {
   }
 }
 
+// A job whose chunks, once begun, hold on until the caller's own work is done
+// (5 s at most): a chunk that began before and saw the caller finish ran
+// during the caller's work. A start that ran the job on the caller, or left
+// it all to fl_workers_wait, has none.
+struct Overlap {
+  Counts c{50000};
+  std::atomic<int> started{0}, during{0};
+  std::atomic<bool> caller_done{false};
+};
+
+void overlap_range(void *ctx, size_t b, size_t e) {
+  auto *o = static_cast<Overlap *>(ctx);
+  o->started++;
+  const bool caller_busy = !o->caller_done;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!o->caller_done && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  if (caller_busy && o->caller_done) o->during++;
+  count_range(&o->c, b, e);
+}
+
 TEST(Workers, StartedJobOverlapsTheCallersWork) {
   Pool p(3);
-  Counts c(50000);
-  ASSERT_EQ(fl_workers_start(p.w, c.hits.size(), 16, count_range, &c), 1);
-  // The caller's own work meanwhile; the job may already be done or not.
-  std::atomic<int> mine{0};
-  for (int i = 0; i < 1000; i++) mine.fetch_add(1);
+  Overlap o;
+  ASSERT_EQ(fl_workers_start(p.w, o.c.hits.size(), 16, overlap_range, &o), 1);
+  // The caller's own work: it waits (5 s at most) for a worker to begin.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (o.started == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  o.caller_done = true;
   fl_workers_wait(p.w);
-  ExpectEachOnce(c);
-  EXPECT_EQ(mine.load(), 1000);
+  ExpectEachOnce(o.c);
+  EXPECT_GT(o.during.load(), 0) << "no chunk ran while the caller worked";
 }
 
 TEST(Workers, BusyPoolRunsASecondCallersRangeOnThatCaller) {
