@@ -1066,25 +1066,115 @@ TEST(StoreFileTest, FlstHugeCountsAreFormatErrorsNotAllocations) {
   ExpectLoadFails(bad, {bad, "table 2 holds an impossible 8192 rows", "offset "});
 }
 
+// The writer of FlstSaveWhileWriting, in table C3: round r (from 1) adds the
+// id kSaveNew + r, then writes version r of the ids kSaveOld + i (i < kSaveIds),
+// each as VersionRow(id, r). Upsert k (from 0) is that sequence's k-th write.
+constexpr uint64_t kSaveIds = 64, kSaveOld = 1000, kSaveNew = 100000;
+
+void SaveWriterStep(uint64_t k, uint64_t *id, uint64_t *v) {
+  uint64_t r = k / (kSaveIds + 1) + 1, i = k % (kSaveIds + 1);
+  *id = i == 0 ? kSaveNew + r : kSaveOld + i - 1;
+  *v = r;
+}
+
+// C3 as the writer leaves it after p upserts: ids kSaveNew + 1 ..
+// kSaveNew + added are present, and version[i] of id kSaveOld + i (0: not
+// written yet).
+struct SaveWriterState {
+  uint64_t added = 0;
+  std::vector<uint64_t> version = std::vector<uint64_t>(kSaveIds, 0);
+  bool operator==(const SaveWriterState &o) const {
+    return added == o.added && version == o.version;
+  }
+};
+
+SaveWriterState SaveWriterAfter(uint64_t p) {
+  SaveWriterState s;
+  uint64_t rounds = p / (kSaveIds + 1), rest = p % (kSaveIds + 1);
+  s.added = rounds + (rest > 0);
+  for (uint64_t i = 0; i < kSaveIds; i++) s.version[i] = rounds + (i + 1 < rest);
+  return s;
+}
+
+// A save while a writer upserts: fl_store_save holds every table's write
+// lock, so the file is one consistent snapshot (docs/FORMATS.md, docs/API.md
+// "Model files"). Its C3 must be exactly the writer's state after some
+// number p of upserts, every row one whole version written for its id, with
+// p at least the upserts that had returned when the save began (they are
+// complete) and at most those begun when it returned. The other tables, and
+// C3's filled rows, are the store's.
 TEST(StoreFileTest, FlstSaveWhileWriting) {
   Store a = FilledMixed();
-  std::atomic<bool> stop{false};
-  std::thread w([&] {
-    std::vector<float> row(16, 1.f);
-    for (uint64_t i = 0; !stop.load(); i++) {
-      uint64_t id = 1000000 + i;
-      ASSERT_EQ(fl_store_upsert(a.get(), 2, &id, 1, row.data()), FL_OK);
+  const auto d = MixedDescs();
+  const uint32_t c3 = 2;
+  for (uint64_t id : IdsOf(d[c3], c3)) ASSERT_GE(id, kRowLimit) << "a filled id among the writer's";
+  std::atomic<bool> stop{false}, quit{false};
+  std::atomic<uint64_t> started{0}, done{0};
+  auto write = [&] {
+    std::vector<unsigned char> row(d[c3].dim * ElemBytes(d[c3]));
+    for (uint64_t k = 0; !stop.load(); k++) {
+      uint64_t id, v;
+      SaveWriterStep(k, &id, &v);
+      VersionRow(d[c3], id, v, row.data());
+      started = k + 1;
+      ASSERT_EQ(fl_store_upsert(a.get(), c3, &id, 1, row.data()), FL_OK);
+      done = k + 1;
     }
+  };
+  std::thread w([&] {
+    write();
+    quit = true;
   });
+  while (done.load() < 3 * (kSaveIds + 1) && !quit.load()) std::this_thread::yield();
   std::string p = TmpPath("busy.flst");
-  for (int i = 0; i < 5; i++) {
+  int overlapped = 0;  // saves during which the writer began an upsert
+  for (int round = 0; round < 10 && !HasFatalFailure(); round++) {
+    SCOPED_TRACE("save " + std::to_string(round));
+    uint64_t before = done.load();
     FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+    uint64_t begun = started.load();
+    overlapped += begun > before;
     fl_store *raw = nullptr;
     ASSERT_EQ(fl_store_load(p.c_str(), 1, &raw), FL_OK) << fl_store_last_error(nullptr);
-    fl_store_destroy(raw);
+    Store b(raw);
+    for (uint32_t t = 0; t < d.size(); t++) ExpectSameRows(a.get(), b.get(), t, IdsOf(d[t], t));
+    // The writer's ids as the file holds them: each absent or one whole
+    // version written for it; the added ids asked one round past any begun.
+    SaveWriterState got;
+    std::vector<uint64_t> ids;
+    for (uint64_t i = 0; i < kSaveIds; i++) ids.push_back(kSaveOld + i);
+    for (uint64_t r = 1; r <= begun / (kSaveIds + 1) + 2; r++) ids.push_back(kSaveNew + r);
+    auto rows = Gather(b.get(), c3, ids);
+    size_t rb = d[c3].dim * ElemBytes(d[c3]);
+    std::vector<bool> added;
+    for (size_t i = 0; i < ids.size(); i++) {
+      uint64_t id = 0, v = 0;
+      RowIs is = ReadVersionRow(d[c3], rows.data() + i * rb, &id, &v);
+      bool whole = is == RowIs::kVersion && id == ids[i] &&
+                   (i < kSaveIds || v == ids[i] - kSaveNew);
+      ASSERT_TRUE(is == RowIs::kAbsent || whole)
+          << "id " << ids[i] << " is not one version the writer wrote for it";
+      if (i < kSaveIds) got.version[i] = is == RowIs::kAbsent ? 0 : v;
+      else added.push_back(is != RowIs::kAbsent);
+    }
+    while (got.added < added.size() && added[got.added]) got.added++;
+    for (size_t r = got.added; r < added.size(); r++)
+      ASSERT_FALSE(added[r]) << "id " << kSaveNew + r + 1 << " without id " << kSaveNew + got.added + 1;
+    // Each upsert adds an id or raises one version by 1: p is their sum.
+    uint64_t upserts = got.added;
+    for (uint64_t v : got.version) upserts += v;
+    EXPECT_EQ(got, SaveWriterAfter(upserts)) << "not the state after any number of upserts";
+    EXPECT_GE(upserts, before) << "upserts complete before the save are missing";
+    EXPECT_LE(upserts, begun) << "upserts begun after the save returned are in it";
+    fl_store_table_stats st;
+    FL_ASSERT_OK_STORE(fl_store_stats(b.get(), c3, &st), b.get());
+    uint64_t written = 0;
+    for (uint64_t v : got.version) written += v > 0;
+    EXPECT_EQ(st.rows, d[c3].corpus_size + got.added + written) << "ids the writer never wrote";
   }
   stop = true;
   w.join();
+  EXPECT_GT(overlapped, 0) << "the writer never ran during a save: nothing was tried";
 }
 
 // ---------------------------------------------------------------- NumPy
