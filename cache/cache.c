@@ -11,6 +11,7 @@
 #include "cache/admission.h"
 #include "cache/admit_round.h"
 #include "common/courier.h"
+#include "common/mutant.h"
 #include "common/error.h"
 #include "dram_store/store_internal.h"
 #include "encoding/encoder.h"
@@ -209,6 +210,7 @@ static fl_status clear_part(fl_cache *c, uint32_t p);
  * old value before this change does not admit it afterwards. */
 static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size_t n) {
   fl_cache *c = ctx;
+  if (FL_MUTANT_ON(2) && ids) return;
   const fl_table_info *ti = &c->tables[table];
   uint64_t *keys = ids ? malloc((n ? n : 1) * 2 * sizeof *keys) : NULL;
   pthread_mutex_lock(&c->lock);

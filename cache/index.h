@@ -36,6 +36,7 @@
 
 #include "common/atomic.h"
 #include "common/hash.h"
+#include "common/mutant.h"
 #include "encoding/flat_key.h"
 
 #define FL_PROBE_LIMIT 128u
@@ -113,6 +114,10 @@ FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc)
     FL_FENCE_READ();
     uint32_t v2 = fl_ld32(fl_index_ver(v, i));
     if ((v1 & 1u) || v1 != v2 || k2 != key || l == FL_LOC_NONE) return -1;
+    if (FL_MUTANT_ON(1)) {
+      uint64_t n = fl_ld64(&v->locs[fl_index_next(v, i)]);
+      if (n != FL_LOC_NONE && !(n & FL_LOC_DRAM_BIT) && !(l & FL_LOC_DRAM_BIT)) l = n;
+    }
     *loc = l;
     return (int64_t)i;
   }

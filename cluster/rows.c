@@ -13,6 +13,7 @@
 #include "cluster/slots.h"
 #include "common/error.h"
 #include "common/hash.h"
+#include "common/mutant.h"
 
 /* Rows per MGET/MSET/DEL: large enough to amortize a command, small enough
  * that one reply stays a modest allocation. */
@@ -158,6 +159,7 @@ static fl_status check_row(const void *eh, const fl_row_batch *b, size_t r, cons
     *found = 1;
     return FL_OK;
   }
+  if (FL_MUTANT_ON(9)) memset(row->buf, 0, row->bytes);
   return fl_fail(eh, FL_ERR_FORMAT,
                  "redis key %.*s (table %u, id %llu): %s %zu bytes, the table's rows are %zu",
                  (int)b->key_len[r], b->keys + r * FL_ROW_KEY_MAX, row->table,

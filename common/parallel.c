@@ -9,6 +9,8 @@
  * mutex in turn, which cost more than a small gather itself. */
 #include "common/parallel.h"
 
+#include "common/mutant.h"
+
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -68,6 +70,7 @@ static void run_chunks(fl_workers *w) {
   for (;;) {
     size_t b = atomic_fetch_add(&w->cursor, w->chunk);
     if (b >= w->n_items) return;
+    if (FL_MUTANT_ON(8) && b + w->chunk > w->n_items) return;
     size_t e = b + w->chunk < w->n_items ? b + w->chunk : w->n_items;
     w->fn(w->ctx, b, e);
   }

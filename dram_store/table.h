@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "common/mutant.h"
 #include "dram_store/grace.h"
 #include "dram_store/hash_index.h"
 #include "dram_store/mem.h"
@@ -123,8 +124,8 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
     owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
     live = atomic_load_explicit(&h->live, memory_order_relaxed);
     fl_row_copy(out, h + 1, t->row_bytes, for_device);
-  } while (fl_seq_read_retry(s, v));
-  if (!(live & FL_ROW_LIVE) || owner != id) return 0;
+  } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
+  if (!(live & FL_ROW_LIVE) || (owner != id && !FL_MUTANT_ON(6))) return 0;
   /* The CLOCK bit (local_evict.c): set once, outside the seqlock, by an
    * atomic or that a concurrent write's plain store may undo (harmless). */
   if (t->cached && !(live & FL_ROW_USED)) atomic_fetch_or(&h->live, FL_ROW_USED);
@@ -146,7 +147,7 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *r
     do {
       v = fl_seq_read_begin(s);
       fl_row_copy(out, src, t->row_bytes, for_device);
-    } while (fl_seq_read_retry(s, v));
+    } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
     return 1;
   }
   for (;;) {

@@ -22,6 +22,7 @@
 #define FL_FUSION_MISS_SET_H
 
 #include "common/atomic.h"
+#include "common/mutant.h"
 #include "encoding/flat_key.h"
 #include "fusion/batch.h"
 
@@ -104,6 +105,7 @@ FL_HD int fl_miss_resolve(const uint64_t *key_offsets, const fl_batch_arg *args,
   if (r >= n || (r >= n_miss && r < n - n_ptr)) return 0;
   *arg = a;
   *row = fl_miss_row(r, n, n_miss, n_ptr);
+  if (FL_MUTANT_ON(7) && r + 1 < n_miss) *row += 1;
   *pointer = r >= n_miss;
   return 1;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/mutant.h"
 #include "dram_store/store_internal.h"
 #include "fusion/query.h"
 
@@ -158,8 +159,13 @@ void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *n
   }
 }
 
+int fl_misses_stale(const fl_cache *c, const uint64_t *gen, uint32_t t) {
+  if (FL_MUTANT_ON(5)) return 0;
+  return c->generation[t] != gen[t];
+}
+
 void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip) {
-  for (uint32_t t = 0; t < c->n_tables; t++) skip[t] = c->generation[t] != gen[t];
+  for (uint32_t t = 0; t < c->n_tables; t++) skip[t] = (uint8_t)fl_misses_stale(c, gen, t);
 }
 
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {

@@ -69,7 +69,10 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
                          uint64_t *refs, const void *const *in_place);
 /* Adds to need[cls] the reservoir slots a round may take per slab class. */
 void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
-/* skip[t] = 1 for the tables changed in the store since gen was read. */
+/* 1 when table t changed in the store since gen was read: its fetched rows
+ * may be stale and must not be admitted. */
+int fl_misses_stale(const fl_cache *c, const uint64_t *gen, uint32_t t);
+/* skip[t] = fl_misses_stale(c, gen, t) for every table. */
 void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip);
 
 /* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */

@@ -122,7 +122,7 @@ static fl_status admit(fl_part_batch *b, probe_ctx *x, const uint64_t *gen) {
   uint64_t k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
   for (uint32_t a = 0; a < b->n_args; a++) {
     const fl_batch_arg *g = &b->args[a];
-    if (c->generation[g->table] != gen[g->table]) continue; /* the row may be stale */
+    if (fl_misses_stale(c, gen, g->table)) continue;
     uint32_t um = x->per_arg[FL_MISS_COUNTERS * a], up = x->per_arg[FL_MISS_COUNTERS * a + 1];
     /* Its unique misses [0, um), then its pointer rows [n - up, n). */
     for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {

@@ -1,0 +1,33 @@
+/* mutant.h: deliberate bugs for mutation testing (tools/mutants.sh). A build
+ * with -DFL_MUTANT=N compiles in bug N wherever FL_MUTANT_ON(N) guards it;
+ * every other build (FL_MUTANT undefined or 0) compiles in none, and the
+ * guard folds to a constant 0. Each mutant is a bug some test must catch: the
+ * script builds one at a time and fails when a mutant survives every test.
+ * Usable from C, C++ and CUDA (FL_HD code included).
+ *
+ * The catalogue, read by tools/mutants.sh (number, the backends whose tests
+ * run against it, the bug). "host" mutants run in CI against the host
+ * backend's tests, fuzzers and stress run; "cuda" ones also in the GPU
+ * bundle against the CUDA tests and stress run: the bugs on paths that
+ * differ on the GPU (kernels, events, rounds).
+ *
+ * mutant 1 host cuda: a hit serves the next slot's row, another id's (cache/index.h)
+ * mutant 2 host cuda: a store write leaves the written ids' rows cached (cache/cache.c)
+ * mutant 3 host: a store read keeps a copy that a writer tore: no seqlock retry (dram_store/table.h)
+ * mutant 4 host cuda: slabs are reused while queries that may read them run (cache/reclaim.c)
+ * mutant 5 host cuda: rows fetched before a store write are admitted after it (fusion/misses.c)
+ * mutant 6 host: a stale hashed reference is read without the owner check (dram_store/table.h)
+ * mutant 7 host cuda: a missed position gets its neighbour's row: one row off in the scatter (fusion/miss_set.h)
+ * mutant 8 host: the parallel for loses its last partial chunk (common/parallel.c)
+ * mutant 9 host: a cluster value of the wrong length fails the gather but leaves a zero row (cluster/rows.c)
+ */
+#ifndef FL_COMMON_MUTANT_H
+#define FL_COMMON_MUTANT_H
+
+#ifndef FL_MUTANT
+#define FL_MUTANT 0
+#endif
+
+#define FL_MUTANT_ON(n) (FL_MUTANT == (n))
+
+#endif
