@@ -335,18 +335,36 @@ std::string Key(const char *ns, uint32_t t, uint64_t id, uint16_t *slot) {
   return std::string(k, n);
 }
 
+// A value of the wrong length fails the gather (API.md: "never a wrong or
+// zero vector"; outputs may be partly written): every output row is the
+// poison it held or the id's true row, and the corrupted id's row is the
+// poison.
 TEST(ClusterStore, CorruptedValueFailsWithoutAWrongRow) {
   Store s = ClusterStore(Config("corrupt", 0));
   Fill(s.get());
+  Store plain = PlainStore();
+  Fill(plain.get());
   uint16_t slot;
   std::string key = Key("corrupt", 0, 11, &slot);
   Cli(MasterOf(slot), "set '" + key + "' abc");
+  const std::vector<uint64_t> ids = {10, 11, 12, 11};
   fl_status st;
-  Gather(s.get(), 0, {10, 11}, &st);
+  std::vector<unsigned char> out = Gather(s.get(), 0, ids, &st);
   EXPECT_EQ(st, FL_ERR_FORMAT);
   std::string msg = fl_store_last_error(s.get());
   EXPECT_NE(msg.find(key), std::string::npos) << msg;
   EXPECT_NE(msg.find("3 bytes"), std::string::npos) << msg;
+  const std::vector<unsigned char> want = Gather(plain.get(), 0, ids);
+  const size_t rb = RowBytes(s.get(), 0);
+  const std::vector<unsigned char> poison(rb, 0xAB);
+  for (size_t i = 0; i < ids.size(); i++) {
+    std::vector<unsigned char> got(out.begin() + i * rb, out.begin() + (i + 1) * rb);
+    std::vector<unsigned char> right(want.begin() + i * rb, want.begin() + (i + 1) * rb);
+    if (ids[i] == 11)
+      EXPECT_EQ(got, poison) << "position " << i << ": the corrupted id's row was written";
+    else
+      EXPECT_TRUE(got == poison || got == right) << "position " << i << " (id " << ids[i] << ")";
+  }
 }
 
 TEST(ClusterStore, TimeoutGivesUnavailableThenRecovers) {
