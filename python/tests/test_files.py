@@ -50,6 +50,7 @@ def test_hugectr_round_trip(store, tmp_path):
         store.export_hugectr(name, folder)
         assert (folder / "key").exists() and (folder / "emb_vector").exists()
         keys = np.fromfile(folder / "key", dtype=np.int64)
+        assert len(keys) == store.stats(name).rows
         t = store.table(name)
         emb = np.fromfile(folder / "emb_vector", dtype=np.float32).reshape(-1, t.dim)
         np.testing.assert_array_equal(emb, store.gather(name, keys))
