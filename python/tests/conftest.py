@@ -1,7 +1,10 @@
-"""Fixtures: stores of dense and hashed tables, fp32 and fp16, on the host backend."""
+"""Fixtures: stores of dense and hashed tables, fp32 and fp16, on the host backend;
+helpers shared by the test files; and --require-torch-cpu (python/ci.sh), under
+which the torch_cpu cases must run and pass: a skip of one of them fails it,
+and a run in which none passed fails."""
 
 import threading
-from typing import Callable, Iterator
+from typing import Callable, Dict, Iterator
 
 import numpy as np
 import pytest
@@ -46,6 +49,27 @@ def cache(store: fleche.Store) -> Iterator[fleche.Cache]:
         yield c
 
 
+class DLPackOnly:
+    """An array that fleche sees only through the DLPack protocol (neither a
+    NumPy array, a torch tensor nor a CuPy array to it)."""
+
+    def __init__(self, a) -> None:
+        self._a = a
+
+    def __dlpack__(self, stream=None, **kw):
+        return self._a.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def as_torch(ids: np.ndarray, device: str = "cpu"):
+    """uint64 ids as an int64 torch tensor (the same bits) on `device`."""
+    import torch  # noqa: PLC0415 (only the torch tests call this)
+
+    return torch.from_numpy(ids.view(np.int64).copy()).to(device)
+
+
 def random_ids(rng: np.random.Generator, t: fleche.Table, n: int, miss_fraction: float = 0.0) -> np.ndarray:
     """n ids of table t with duplicates; for hashed tables, some ids the store lacks."""
     if t.ids == "dense":
@@ -84,3 +108,56 @@ def in_four_threads(store: fleche.Store,
         assert st.lookups == st.hits + st.dram_hits + st.misses
         assert st.hits > 0 and st.evictions > 0
         return st
+
+
+# ------------------------------------------------------------ --require-torch-cpu
+
+TORCH_CPU = "torch_cpu"  # the marker of the cases that need torch but no GPU
+_outcomes = pytest.StashKey[Dict[str, str]]()  # torch_cpu case -> its outcome, in run order
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--require-torch-cpu", action="store_true",
+                     help=f"the {TORCH_CPU} cases must run and pass: a skip of one fails it, "
+                          "and the run fails if none of them passed (python/ci.sh)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{TORCH_CPU}: needs torch, not a GPU; under "
+                                       "--require-torch-cpu it may not skip")
+    config.stash[_outcomes] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    report = (yield).get_result()
+    if not item.config.getoption("--require-torch-cpu") or not item.get_closest_marker(TORCH_CPU):
+        return
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped under --require-torch-cpu: {reason}"
+    outcomes = item.config.stash[_outcomes]
+    if report.failed:
+        outcomes[item.nodeid] = "failed"
+    elif report.when == "call":
+        outcomes.setdefault(item.nodeid, "passed")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    outcomes = session.config.stash[_outcomes]
+    if session.config.getoption("--require-torch-cpu") and "passed" not in outcomes.values():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if not config.getoption("--require-torch-cpu"):
+        return
+    outcomes = config.stash[_outcomes]
+    terminalreporter.section("torch CPU cases (--require-torch-cpu)")
+    for nodeid, outcome in outcomes.items():
+        terminalreporter.line(f"{outcome.upper()} {nodeid}")
+    passed = sum(o == "passed" for o in outcomes.values())
+    terminalreporter.line(f"torch CPU cases: {passed} of {len(outcomes)} passed"
+                          + ("" if passed else f"; no {TORCH_CPU} case passed: the run fails "
+                                               "(is torch installed?)"))

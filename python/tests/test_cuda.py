@@ -1,10 +1,11 @@
-"""The torch and CUDA paths: torch CPU tensors on the host backend, and on a GPU
-torch CUDA tensors and CuPy arrays in and out, in place, on the caller's streams.
+"""The CUDA paths, on a GPU: torch CUDA tensors and CuPy arrays in and out, in
+place, on the caller's streams (torch CPU tensors: test_torch_cpu.py).
 
-Skipped without torch; the CUDA tests also without a CUDA device (torch's or
-libfleche.so's). The oracle is Store.gather of the same ids. A spy on
-fl_query (the ctypes function of fleche._lib.lib) records the pointers C
-gets, to check that they are the tensors' own (no host copy).
+Every case skips without torch or without a CUDA device that both torch and
+libfleche.so see; the skip reason says which. The oracle is Store.gather of
+the same ids. A spy on fl_query (the ctypes function of fleche._lib.lib)
+records the pointers C gets, to check that they are the tensors' own (no host
+copy).
 """
 
 import threading
@@ -13,19 +14,16 @@ import numpy as np
 import pytest
 
 import fleche
-from conftest import HASHED_IDS, random_ids
+from conftest import HASHED_IDS, DLPackOnly, as_torch, random_ids
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="torch is not installed")
 
-HAVE_GPU = torch.cuda.is_available() and fleche.cuda_device_count() > 0
-needs_cuda = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device for torch and fleche")
+GPUS = (torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        fleche.cuda_device_count())  # (torch's, libfleche.so's)
+pytestmark = pytest.mark.skipif(min(GPUS) == 0, reason=f"needs a CUDA device: torch sees "
+                                                      f"{GPUS[0]}, libfleche.so sees {GPUS[1]}")
 DEV = "cuda:0"
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16}
-
-
-def as_torch(ids: np.ndarray, device: str = "cpu") -> "torch.Tensor":
-    """uint64 ids as an int64 tensor (the same bits) on `device`."""
-    return torch.from_numpy(ids.view(np.int64).copy()).to(device)
 
 
 def numpy_of(x) -> np.ndarray:
@@ -33,19 +31,6 @@ def numpy_of(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.cpu().numpy()
     return x.get() if hasattr(x, "get") else np.asarray(x)
-
-
-class DLPackOnly:
-    """An array exposing only the DLPack protocol (neither torch nor CuPy to fleche)."""
-
-    def __init__(self, a) -> None:
-        self._a = a
-
-    def __dlpack__(self, stream=None, **kw):
-        return self._a.__dlpack__(stream=stream, **kw)
-
-    def __dlpack_device__(self):
-        return self._a.__dlpack_device__()
 
 
 @pytest.fixture
@@ -93,7 +78,6 @@ def gcache(store):
         yield c
 
 
-@needs_cuda
 def test_zero_copy_misses_match_the_store(store):
     # Few dense misses per batch: the GPU reads them in place; hashed ones
     # are gathered on the host in the same batch.
@@ -108,41 +92,9 @@ def test_zero_copy_misses_match_the_store(store):
         assert c.stats().zero_copy_rows > 0
 
 
-# ------------------------------------------------------------ (f) torch on the host backend
+# ------------------------------------------------------------ (f) CUDA tensors on the host backend
 
 
-def test_torch_cpu_tensors_on_the_host_backend(store, cache):
-    rng = np.random.default_rng(11)
-    q = {t.name: random_ids(rng, t, 64, 0.2) for t in store.tables}
-    got = cache.query({name: as_torch(ids) for name, ids in q.items()})
-    for name, ids in q.items():
-        t = store.table(name)
-        assert isinstance(got[name], torch.Tensor) and got[name].device.type == "cpu"
-        assert got[name].dtype == TORCH_DTYPES[t.dtype] and tuple(got[name].shape) == (64, t.dim)
-        np.testing.assert_array_equal(got[name].numpy(), store.gather(name, ids))
-    out = torch.empty((64, 16), dtype=torch.float32)
-    res = cache.query({"user": as_torch(q["user"])}, out={"user": out})
-    assert res["user"] is out
-    np.testing.assert_array_equal(out.numpy(), store.gather("user", q["user"]))
-    np.testing.assert_array_equal(store.gather("user", as_torch(q["user"])),
-                                  store.gather("user", q["user"]))
-
-
-def test_torch_cpu_bad_inputs(cache):
-    ids = torch.tensor([1, 2, 3], dtype=torch.int64)
-    with pytest.raises(fleche.InvalidArgument, match="int32"):
-        cache.query({"user": ids.to(torch.int32)})
-    with pytest.raises(fleche.InvalidArgument, match="C-contiguous"):
-        cache.query({"user": torch.arange(10)[::2]})
-    with pytest.raises(fleche.InvalidArgument, match="1-D"):
-        cache.query({"user": ids.reshape(3, 1).expand(3, 2).contiguous()})
-    with pytest.raises(fleche.InvalidArgument, match="float16"):
-        cache.query({"user": ids}, out={"user": torch.empty((3, 16), dtype=torch.float16)})
-    with pytest.raises(fleche.InvalidArgument, match=r"\(3, 16\)"):
-        cache.query({"user": ids}, out={"user": torch.empty((3, 15))})
-
-
-@needs_cuda
 def test_cuda_tensors_on_the_host_backend_are_refused(cache, c_calls):
     with pytest.raises(fleche.InvalidArgument, match="host backend"):
         cache.query({"user": torch.tensor([1, 2], device=DEV)})
@@ -155,7 +107,6 @@ def test_cuda_tensors_on_the_host_backend_are_refused(cache, c_calls):
 # ------------------------------------------------------------ (a) torch CUDA in, torch CUDA out
 
 
-@needs_cuda
 def test_cuda_tensors_in_and_out_match_the_store(store, gcache, c_calls):
     assert gcache.backend == "cuda"
     rng = np.random.default_rng(3)
@@ -168,6 +119,7 @@ def test_cuda_tensors_in_and_out_match_the_store(store, gcache, c_calls):
             got = gcache.query(tq)
             assert set(got) == set(q)
             spans, _ = c_calls[-1]
+            assert len(spans) == len(q)
             for (table, ids_ptr, n, out_ptr), (name, ids) in zip(spans, q.items()):
                 t = store.table(name)
                 o = got[name]
@@ -186,7 +138,6 @@ def test_cuda_tensors_in_and_out_match_the_store(store, gcache, c_calls):
     assert st.misses > 0 and st.admissions > 0
 
 
-@needs_cuda
 def test_caller_outputs_are_written_in_place(store, gcache, c_calls):
     ids = {"user": np.array([0, 7, 7, 999], np.uint64), "item": HASHED_IDS["item"][:5],
            "ctx": np.array([3, 1], np.uint64)}
@@ -197,6 +148,7 @@ def test_caller_outputs_are_written_in_place(store, gcache, c_calls):
     for _ in range(2):
         res = gcache.query(tids, out=outs)
         spans, _ = c_calls[-1]
+        assert len(spans) == len(ids)
         for (_, ids_ptr, _, out_ptr), name in zip(spans, ids):
             assert res[name] is outs[name]
             assert ids_ptr == tids[name].data_ptr() and out_ptr == outs[name].data_ptr()
@@ -207,7 +159,6 @@ def test_caller_outputs_are_written_in_place(store, gcache, c_calls):
     np.testing.assert_array_equal(numpy_of(flat).reshape(4, 16), store.gather("user", ids["user"]))
 
 
-@needs_cuda
 def test_out_of_range_on_cuda(gcache):
     with pytest.raises(fleche.OutOfRange) as e:
         gcache.query({"user": torch.tensor([5, 1000], device=DEV)})
@@ -217,7 +168,6 @@ def test_out_of_range_on_cuda(gcache):
 # ------------------------------------------------------------ (c) streams
 
 
-@needs_cuda
 @pytest.mark.parametrize("kind", ["int", "torch", "torch_context", "cupy"])
 def test_streams(store, gcache, c_calls, kind):
     ids_np = np.arange(0, 1000, 3, dtype=np.uint64)
@@ -246,13 +196,11 @@ def test_streams(store, gcache, c_calls, kind):
     gcache.sync()
 
 
-@needs_cuda
 def test_default_stream_is_torchs_current(gcache, c_calls):
     gcache.query({"user": torch.tensor([1], device=DEV)})
     assert c_calls[-1][1] == torch.cuda.current_stream(DEV).cuda_stream
 
 
-@needs_cuda
 def test_four_threads_each_on_its_own_stream(store, gcache):
     rng = np.random.default_rng(9)
     batches = [[{t.name: random_ids(rng, t, 100, 0.1) for t in store.tables} for _ in range(5)]
@@ -282,7 +230,6 @@ def test_four_threads_each_on_its_own_stream(store, gcache):
 # ------------------------------------------------------------ (d) other DLPack objects
 
 
-@needs_cuda
 def test_cupy_arrays_in_and_out(store, gcache, c_calls):
     cupy = pytest.importorskip("cupy")
     ids_np = HASHED_IDS["ad"][:20]
@@ -309,7 +256,6 @@ def test_cupy_arrays_in_and_out(store, gcache, c_calls):
         gcache.query({"ad": ids[::2]})
 
 
-@needs_cuda
 def test_dlpack_only_objects(store, gcache, c_calls):
     ids_np = np.array([5, 6, 7, 5], np.uint64)
     ids = as_torch(ids_np, DEV)
@@ -334,7 +280,6 @@ def test_dlpack_only_objects(store, gcache, c_calls):
 # ------------------------------------------------------------ (e) bad inputs and mixed memory
 
 
-@needs_cuda
 def test_bad_cuda_inputs_fail_before_c(gcache, c_calls):
     ids = torch.tensor([1, 2, 3], device=DEV)
     cases = [
@@ -357,8 +302,7 @@ def test_bad_cuda_inputs_fail_before_c(gcache, c_calls):
     assert not c_calls
 
 
-@needs_cuda
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="one GPU")
+@pytest.mark.skipif(GPUS[0] < 2, reason=f"needs 2 CUDA devices: torch sees {GPUS[0]}")
 def test_tensor_on_another_device(gcache, c_calls):
     with pytest.raises(fleche.InvalidArgument, match="device 1"):
         gcache.query({"user": torch.tensor([1, 2], device="cuda:1")})
@@ -368,7 +312,6 @@ def test_tensor_on_another_device(gcache, c_calls):
     assert not c_calls
 
 
-@needs_cuda
 def test_host_and_device_memory_mixed(store, gcache, c_calls):
     """The CUDA backend takes host or device memory for each of ids and out
     (docs/API.md); the results follow the ids' kind when out is not given."""
@@ -392,20 +335,6 @@ def test_host_and_device_memory_mixed(store, gcache, c_calls):
 # ------------------------------------------------------------ (g) prepared queries
 
 
-def test_prepared_torch_cpu_on_the_host_backend(store, cache):
-    rng = np.random.default_rng(31)
-    ids = as_torch(np.zeros(32, np.uint64))
-    q = cache.prepare({"item": ids})
-    out = q.outputs["item"]
-    assert isinstance(out, torch.Tensor) and out.dtype == torch.float16
-    for _ in range(3):
-        want = random_ids(rng, store.table("item"), 32, 0.2)
-        ids.copy_(as_torch(want))
-        assert q.run()["item"] is out
-        np.testing.assert_array_equal(out.numpy(), store.gather("item", want))
-
-
-@needs_cuda
 @pytest.mark.parametrize("with_out", [False, True])
 def test_prepared_cuda_tensors_match_the_store(store, gcache, c_calls, with_out):
     rng = np.random.default_rng(32)
@@ -440,7 +369,6 @@ def test_prepared_cuda_tensors_match_the_store(store, gcache, c_calls, with_out)
     assert st.misses > 0 and st.admissions > 0 and st.hits > 0
 
 
-@needs_cuda
 @pytest.mark.parametrize("how", ["argument", "context"])
 def test_prepared_on_a_torch_stream(store, gcache, c_calls, how):
     rng = np.random.default_rng(33)
@@ -463,7 +391,6 @@ def test_prepared_on_a_torch_stream(store, gcache, c_calls, how):
     gcache.sync()
 
 
-@needs_cuda
 def test_prepared_bad_cuda_inputs_fail_at_prepare(gcache, c_calls):
     ids = torch.tensor([1, 2, 3], device=DEV)
     with pytest.raises(fleche.InvalidArgument, match="int32"):
@@ -482,7 +409,6 @@ def no_run(p, stream):
     raise AssertionError("fl_prepared_run called: launch() must call fl_prepared_launch")
 
 
-@needs_cuda
 @pytest.mark.parametrize("how", ["current", "argument"])
 def test_prepared_launch_and_wait_match_the_store(store, gcache, c_calls, monkeypatch, how):
     # Device ids and outputs, the flat layout: from the second launch on, the
@@ -517,7 +443,6 @@ def test_prepared_launch_and_wait_match_the_store(store, gcache, c_calls, monkey
     assert st.misses > 0 and st.admissions > 0 and st.hits > 0
 
 
-@needs_cuda
 def test_prepared_launch_out_of_range_raises_once_and_stays_usable(store, gcache):
     rng = np.random.default_rng(35)
     ids = torch.zeros(64, dtype=torch.int64, device=DEV)
@@ -559,7 +484,6 @@ class StreamSpy(DLPackOnly):
         return super().__dlpack__(stream=stream, **kw)
 
 
-@needs_cuda
 def test_prepared_dlpack_objects_order_each_run(store, gcache, c_calls):
     ids_t = torch.zeros(4, dtype=torch.int64, device=DEV)
     out_t = torch.empty((4, 16), device=DEV)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fleche
-from conftest import HASHED_IDS, random_ids
+from conftest import HASHED_IDS, DLPackOnly, random_ids
 
 
 def test_synthetic_values_match_the_c_function(store, cache):
@@ -39,7 +39,7 @@ def test_random_batches_all_tables_match_store(store, cache, batches):
 def test_misses_are_zero_rows_and_counted(store, cache):
     absent = np.array([1 << 63 | 5, 1 << 63 | 6, 1 << 63 | 5], dtype=np.uint64)
     got = cache.query({"item": absent})["item"]
-    assert not got.any()
+    assert got.shape == (3, 32) and not got.any()
     assert cache.stats().tables["item"].misses == 3
 
 
@@ -61,19 +61,6 @@ def test_indices_names_int64_and_outputs(store, cache):
 def test_empty_batch_and_empty_mapping(cache):
     assert cache.query({"user": np.empty(0, dtype=np.uint64)})["user"].shape == (0, 16)
     assert cache.query({}) == {}
-
-
-class DLPackOnly:
-    """An object with only the DLPack protocol (like a CPU torch tensor)."""
-
-    def __init__(self, a: np.ndarray) -> None:
-        self._a = a
-
-    def __dlpack__(self, **kw):
-        return self._a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self._a.__dlpack_device__()
 
 
 def test_dlpack_ids_on_cpu(store, cache):
@@ -136,5 +123,6 @@ def test_layouts_key_bits_and_clear(store):
                     got = c.query(q)
                     for name, ids in q.items():
                         np.testing.assert_array_equal(got[name], store.gather(name, ids))
+                assert c.stats().index_entries > 0
                 c.clear()
                 assert c.stats().index_entries == 0
