@@ -459,6 +459,7 @@ TEST_P(CacheTest, RoundsFailingAfterARecycleLoseNoSlab) {
     fl::Cache c = MakeCache(Config(512 << 10, 1.0));
     ASSERT_NE(c, nullptr);
     std::mt19937_64 rng(12);
+    int failed_rounds = 0;
     auto churn = [&](int batches, bool fail) {
       for (int batch = 0; batch < batches; batch++) {
         if (fail) fl_fault_arm(FL_FAULT_ROUND_LAUNCH, 0);
@@ -467,6 +468,7 @@ TEST_P(CacheTest, RoundsFailingAfterARecycleLoseNoSlab) {
         fl_fault_clear();
         if (HasFatalFailure()) return;
         EXPECT_TRUE(st == FL_OK || (fail && st == FL_ERR_CUDA)) << fl_cache_last_error(c.get());
+        failed_rounds += st == FL_ERR_CUDA;
       }
     };
     churn(20, false);
@@ -474,6 +476,7 @@ TEST_P(CacheTest, RoundsFailingAfterARecycleLoseNoSlab) {
     const uint64_t recycled = Stats(c.get()).slabs_recycled;
     churn(10, failing);
     if (HasFatalFailure()) return;
+    EXPECT_EQ(failed_rounds > 0, failing) << failed_rounds << " rounds failed";
     const uint64_t admitted = Stats(c.get()).admissions;
     churn(20, false);
     if (HasFatalFailure()) return;
@@ -664,7 +667,7 @@ TEST_P(CacheTest, RefillDropsCachedVectors) {
 }
 
 TEST_P(CacheTest, BadInputChangesNothing) {
-  fl::Cache c = MakeCache(Config(8 << 20));
+  fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);
   std::vector<uint64_t> ids = {1, 2, 50};  // 50 is out of range for "small"
   std::vector<float> out(3 * 8);
@@ -688,6 +691,26 @@ TEST_P(CacheTest, BadInputChangesNothing) {
   EXPECT_EQ(fl_cache_reserve(c.get(), 1ull << 33, 4), FL_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("2^32-1"), std::string::npos)
       << fl_cache_last_error(c.get());
+  // A good query beside a bad one (unknown table, NULL out): the call is
+  // refused whole before anything runs: no row written, nothing counted or
+  // admitted.
+  std::vector<uint64_t> good = {3, 4, 5};
+  std::vector<float> good_out(3 * 8, -7.0f);
+  fl_table_query two[2] = {{0, good.data(), good.size(), good_out.data()},
+                           {9, good.data(), good.size(), out.data()}};
+  EXPECT_EQ(fl_query(c.get(), two, 2, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("query 1"), std::string::npos)
+      << fl_cache_last_error(c.get());
+  two[1] = {0, good.data(), good.size(), nullptr};
+  EXPECT_EQ(fl_query(c.get(), two, 2, nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("query 1 (table 0): out is NULL"),
+            std::string::npos)
+      << fl_cache_last_error(c.get());
+  for (float v : good_out) EXPECT_EQ(v, -7.0f) << "a refused call wrote a row";
+  fl_cache_stats after = Stats(c.get());
+  EXPECT_EQ(after.lookups, s.lookups);
+  EXPECT_EQ(after.admissions, 0u);
+  EXPECT_EQ(after.index_entries, 0u);
   // Still fully usable.
   std::mt19937_64 rng(3);
   QueryAndCheck(c.get(), Ids(rng, 100), nullptr, false);
@@ -1247,14 +1270,18 @@ TEST_P(CacheTest, PreparedQueryWithoutItsGraphsAnswersByLaunches) {
     for (uint64_t zero_copy_rows : {0ull, 1024ull}) {
       SCOPED_TRACE(std::to_string(skip) + " builds before the failing one, zero_copy_rows " +
                    std::to_string(zero_copy_rows));
-      fl_fault_arm(FL_FAULT_PLAN_GRAPH, skip);
-      graphs_fail_ = true;
-      PreparedAnswersLikeQuery(zero_copy_rows, tables_.size(), 0.7, true);
-      graphs_fail_ = false;
-      // The per-table layout prepares no graph (a handle of several part
-      // batches runs them as fl_query does).
-      EXPECT_EQ(fl_fault_armed(FL_FAULT_PLAN_GRAPH), GetParam().layout == FL_LAYOUT_PER_TABLE);
-      fl_fault_clear();
+      // Runs build only the plain graph: they meet the fault at its first build.
+      for (bool launch : {false, true}) {
+        if (!launch && skip) continue;
+        fl_fault_arm(FL_FAULT_PLAN_GRAPH, skip);
+        graphs_fail_ = true;
+        PreparedAnswersLikeQuery(zero_copy_rows, tables_.size(), 0.7, launch);
+        graphs_fail_ = false;
+        // The per-table layout prepares no graph (a handle of several part
+        // batches runs them as fl_query does).
+        EXPECT_EQ(fl_fault_armed(FL_FAULT_PLAN_GRAPH), GetParam().layout == FL_LAYOUT_PER_TABLE);
+        fl_fault_clear();
+      }
     }
   }
 }
