@@ -115,8 +115,8 @@ static void op_upsert(state *x, fuzz_bytes *b) {
   }
   draw_rows(b, t, n, rows);
   fl_status st = fl_store_upsert(x->s, t, ids, n, rows);
-  FUZZ_CHECK(st == (oor ? FL_ERR_OUT_OF_RANGE : FL_OK), "upsert into table %u: %s", t,
-             fl_store_last_error(x->s));
+  fuzz_status("fl_store_upsert", st, FUZZ_ST(oor ? FL_ERR_OUT_OF_RANGE : FL_OK),
+              fl_store_last_error(x->s));
 }
 
 static void op_remove(state *x, fuzz_bytes *b) {
@@ -126,15 +126,15 @@ static void op_remove(state *x, fuzz_bytes *b) {
   size_t n = 1 + fuzz_below(b, 8);
   for (size_t k = 0; k < n; k++) ids[k] = draw_id(b, t, 0);
   fl_status st = fl_store_remove(x->s, t, ids, n);
-  FUZZ_CHECK(st == (t == HASHED ? FL_OK : FL_ERR_INVALID_ARGUMENT), "remove from table %u: %s",
-             t, fl_store_last_error(x->s));
+  fuzz_status("fl_store_remove", st, FUZZ_ST(t == HASHED ? FL_OK : FL_ERR_INVALID_ARGUMENT),
+              fl_store_last_error(x->s));
 }
 
 static void op_stats(state *x) {
   fl_cache_stats st;
   fl_cache_table_stats per[N_TABLES];
-  FUZZ_CHECK(fl_cache_stats_get(x->c, &st, per, N_TABLES) == FL_OK, "%s",
-             fl_cache_last_error(x->c));
+  fuzz_status("fl_cache_stats_get", fl_cache_stats_get(x->c, &st, per, N_TABLES), FUZZ_ST(FL_OK),
+              fl_cache_last_error(x->c));
   for (uint32_t t = 0; t < N_TABLES; t++)
     FUZZ_CHECK(per[t].hits + per[t].dram_hits + per[t].misses == per[t].lookups,
                "table %u: %llu hits + %llu dram hits + %llu misses != %llu lookups", t,
@@ -181,8 +181,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) rows[i] = (float)i;
   FUZZ_CHECK(fl_store_upsert(x.s, HASHED, ids, HASHED_IDS / 2, rows) == FL_OK, "%s",
              fl_store_last_error(x.s));
-  if (fl_cache_create(x.s, &x.cfg, &x.c) != FL_OK) {
-    /* Only a budget too small for the per-table layout may be refused. */
+  fl_status st = fl_cache_create(x.s, &x.cfg, &x.c);
+  if (st != FL_OK) {
+    /* Only a budget too small for the per-table layout may be refused, as an
+     * invalid argument (docs/API.md). */
+    fuzz_status("fl_cache_create", st, FUZZ_ST(FL_ERR_INVALID_ARGUMENT),
+                fl_cache_last_error(NULL));
     FUZZ_CHECK(x.cfg.layout == FL_LAYOUT_PER_TABLE, "%s", fl_cache_last_error(NULL));
     fl_store_destroy(x.s);
     return 0;
@@ -193,12 +197,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
       case 4: case 5: op_upsert(&x, &b); break;
       case 6: op_remove(&x, &b); break;
       case 7:
-        FUZZ_CHECK(fl_cache_clear(x.c) == FL_OK, "%s", fl_cache_last_error(x.c));
+        fuzz_status("fl_cache_clear", fl_cache_clear(x.c), FUZZ_ST(FL_OK), fl_cache_last_error(x.c));
         break;
       case 8:
         x.unified = fuzz_below(&b, 64);
-        FUZZ_CHECK(fl_cache_set_unified_entries(x.c, x.unified) == FL_OK, "%s",
-                   fl_cache_last_error(x.c));
+        fuzz_status("fl_cache_set_unified_entries", fl_cache_set_unified_entries(x.c, x.unified),
+                    FUZZ_ST(FL_OK), fl_cache_last_error(x.c));
         break;
       default: op_stats(&x); break;
     }

@@ -1,7 +1,9 @@
 /* fuzz_util.h: what the libFuzzer targets share (header-only, so each target
  * stays one C file): a cursor that draws numbers from the input, temporary
- * files holding input bytes for the loaders that only take paths, and the
- * input split into two files. Built and run by tools/fuzz.sh. */
+ * files holding input bytes for the loaders that only take paths, the input
+ * split into two files, and the checks on what a failing call returns: its
+ * status among those documented, its message naming the file and place.
+ * Built and run by tools/fuzz.sh. */
 #ifndef FL_FUZZ_FUZZ_UTIL_H
 #define FL_FUZZ_FUZZ_UTIL_H
 
@@ -11,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "include/fleche.h"
 
 /* Input bytes consumed front to back. Past the end every draw is 0, so any
  * input, however short, maps to some well-defined work. */
@@ -98,6 +102,38 @@ static inline int fuzz_split(const uint8_t *d, size_t n, const uint8_t **a, size
       abort();                                                        \
     }                                                                 \
   } while (0)
+
+/* A set of statuses for fuzz_status: FUZZ_ST(FL_OK) | FUZZ_ST(FL_ERR_FORMAT). */
+#define FUZZ_ST(s) (1u << (unsigned)(s))
+
+/* Stops the run unless `st`, what `call` returned, is in `allowed`: the
+ * statuses docs/API.md (or the reader's header) gives for the input the
+ * target passed. `msg` is the call's last-error message. */
+static inline void fuzz_status(const char *call, fl_status st, unsigned allowed, const char *msg) {
+  FUZZ_CHECK((unsigned)st < 32 && (allowed & FUZZ_ST(st)), "%s returned %s (%d): %s", call,
+             fl_status_name(st), (int)st, msg ? msg : "(no message)");
+}
+
+/* Stops the run unless `msg` starts with one of the n `paths`, then
+ * ": <unit> <decimal>: ": a file parser's message naming the file and the
+ * byte offset (unit "offset") or the line ("line") of the problem. */
+static inline void fuzz_names_place(const char *msg, const char *unit, const char *const *paths,
+                                    int n) {
+  int names_file_and_place = 0;
+  for (int i = 0; msg && i < n && !names_file_and_place; i++) {
+    size_t len = strlen(paths[i]), ulen = strlen(unit);
+    const char *p = msg + len;
+    if (strncmp(msg, paths[i], len) != 0 || strncmp(p, ": ", 2) != 0 ||
+        strncmp(p + 2, unit, ulen) != 0 || p[2 + ulen] != ' ')
+      continue;
+    p += 3 + ulen;
+    if (*p < '0' || *p > '9') continue;
+    while (*p >= '0' && *p <= '9') p++;
+    names_file_and_place = strncmp(p, ": ", 2) == 0;
+  }
+  FUZZ_CHECK(names_file_and_place, "the message does not start \"%s: %s N: \": %s", paths[0],
+             unit, msg ? msg : "(no message)");
+}
 
 /* Little-endian fields of the files the re-checksumming targets repair. */
 static inline uint32_t get32(const uint8_t *p) {

@@ -1,5 +1,6 @@
 /* model_store.h: the small store the NumPy and HugeCTR import fuzz targets
- * import into, and the "a failed import changes nothing" check they share. */
+ * import into, and the checks on a failed import they share: its status, its
+ * message, and "a failed import changes nothing". */
 #ifndef FL_FUZZ_MODEL_STORE_H
 #define FL_FUZZ_MODEL_STORE_H
 
@@ -51,6 +52,22 @@ static inline void fuzz_expect_unchanged(fl_store *s, const fuzz_store_state *be
   FUZZ_CHECK(memcmp(before, &after, sizeof after) == 0,
              "failed import into table %u (%s: %s) changed the store", table, fl_status_name(st),
              fl_store_last_error(s));
+}
+
+/* An import of arbitrary bytes into `table` returned st. The files exist and
+ * are small, and every size they claim is checked against them before an
+ * allocation (docs/FORMATS.md), so the documented statuses left are FL_OK,
+ * FL_ERR_FORMAT and, for the dense table, FL_ERR_OUT_OF_RANGE; either error
+ * names one of the two files (paths) and an offset, and leaves the store as
+ * it was. */
+static inline void fuzz_check_import(fl_store *s, const fuzz_store_state *before, uint32_t table,
+                                     const char *call, fl_status st, const char *const paths[2]) {
+  unsigned allowed = FUZZ_ST(FL_OK) | FUZZ_ST(FL_ERR_FORMAT);
+  if (table == 0) allowed |= FUZZ_ST(FL_ERR_OUT_OF_RANGE);
+  fuzz_status(call, st, allowed, fl_store_last_error(s));
+  if (st == FL_OK) return;
+  fuzz_names_place(fl_store_last_error(s), "offset", paths, 2);
+  fuzz_expect_unchanged(s, before, table, st);
 }
 
 #endif
