@@ -5,14 +5,22 @@
 #
 #   tools/fuzz.sh --runs N [--only NAME]      N executions per target (CI)
 #   tools/fuzz.sh --seconds S [--only NAME]   S seconds per target
-#   options: --jobs J (targets run at once, default: cores), --seed N
+#   options: --jobs J (targets run at once, default: cores), --seed N,
+#     --copt FLAG (repeatable): FLAG is added to every compile, the library's
+#     and the targets' (clang as given; nvcc takes -D, -U and -I itself and
+#     hands any other flag to its host compiler), and everything is built
+#     and run in fuzz/build/copt-<hash of the flags>/ (the flags are in its
+#     copts.txt), never in the plain build's fuzz/build/. For example
+#     tools/fuzz.sh --runs 500 --copt -DFL_MUTANT=3 fuzzes a library with
+#     mutant 3 compiled in (common/mutant.h).
 #
 # One line per target: name, executions done, crashes (0, or the file holding
-# the input that crashed: replay it with fuzz/build/bin/NAME FILE). Exit
-# status 1 when a target crashed, 2 on a usage or build error. Limits: 2 GiB
-# of RSS and 512 MiB per allocation (a header that claims a huge size must be
-# an error, not an allocation), 25 s per input. New inputs the fuzzer finds go
-# to fuzz/build/work/NAME, never into the seed corpus.
+# the input that crashed: replay it with BUILD/bin/NAME FILE, BUILD being
+# fuzz/build or the --copt folder). Exit status 1 when a target crashed, 2 on
+# a usage or build error. Limits: 2 GiB of RSS and 512 MiB per allocation (a
+# header that claims a huge size must be an error, not an allocation), 25 s
+# per input. New inputs the fuzzer finds go to BUILD/work/NAME, never into
+# the seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,13 +29,14 @@ usage() {
   exit 2
 }
 
-mode="" amount="" only="" jobs="" seed=""
+mode="" amount="" only="" jobs="" seed="" copts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs|--seconds) mode="$1"; amount="${2:-}"; shift 2 || usage ;;
     --only) only="${2:-}"; shift 2 || usage ;;
     --jobs) jobs="${2:-}"; shift 2 || usage ;;
     --seed) seed="${2:-}"; shift 2 || usage ;;
+    --copt) [ $# -ge 2 ] && [ -n "$2" ] || usage; copts+=("$2"); shift 2 ;;
     -h|--help) usage ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -74,12 +83,26 @@ fi
 # UBSan (any undefined behaviour aborts), the system allocator (ASan cannot
 # check jemalloc's blocks; dram_store/mem.c). The CUDA kernels are nvcc's: the
 # host backend never launches them, but the library links their launchers.
+# Extra flags (--copt) build in a folder of their own, named by a hash of the
+# flags, so a plain run never reuses or removes their objects, nor they its.
 build=fuzz/build
+nvcc_copts=""
+if [ ${#copts[@]} -gt 0 ]; then
+  build="fuzz/build/copt-$(printf '%s\n' "${copts[@]}" | sha1sum | cut -c1-10)"
+  for f in "${copts[@]}"; do
+    case "$f" in
+      -D*|-U*|-I*) nvcc_copts+=" $f" ;;
+      *) nvcc_copts+=" -Xcompiler $f" ;;
+    esac
+  done
+fi
 rm -rf "$build/obj" "$build/bin" "$build/logs"
 mkdir -p "$build/obj" "$build/bin" "$build/logs"
+[ ${#copts[@]} -eq 0 ] || printf '%s\n' "${copts[@]}" >"$build/copts.txt"
 export FL_CFLAGS="-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -DFL_MEM_SYSTEM_MALLOC -g -O1
-  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. -I$cuda/include"
-export FL_NVCC="$cuda/bin/nvcc -gencode arch=compute_90,code=sm_90 -O2 -std=c++17 -Xcompiler -fPIC -I."
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. -I$cuda/include
+  ${copts[*]}"
+export FL_NVCC="$cuda/bin/nvcc -gencode arch=compute_90,code=sm_90 -O2 -std=c++17 -Xcompiler -fPIC -I.$nvcc_copts"
 export FL_OBJ="$build/obj"
 compile_source() { # one source file -> $FL_OBJ/<path with / as _>.o
   local o="$FL_OBJ/${1//\//_}.o"
