@@ -932,7 +932,8 @@ std::vector<fl_table_desc> SmallMixedDescs() {
 // A store of these tables, all but the last filled (every id of the corpus).
 Store FilledMixed(const std::vector<fl_table_desc> &d = MixedDescs()) {
   Store s = MakeStore(d);
-  for (uint32_t t = 0; t + 1 < d.size(); t++) EXPECT_EQ(fl_store_fill_synthetic(s.get(), t, 9), FL_OK);
+  for (uint32_t t = 0; t + 1 < d.size(); t++)
+    EXPECT_EQ(fl_store_fill_synthetic(s.get(), t, 9), FL_OK);
   return s;
 }
 
@@ -1192,7 +1193,8 @@ TEST(StoreFileTest, FlstSaveWhileWriting) {
     }
     while (got.added < added.size() && added[got.added]) got.added++;
     for (size_t r = got.added; r < added.size(); r++)
-      ASSERT_FALSE(added[r]) << "id " << kSaveNew + r + 1 << " without id " << kSaveNew + got.added + 1;
+      ASSERT_FALSE(added[r]) << "id " << kSaveNew + r + 1 << " without id "
+                             << kSaveNew + got.added + 1;
     // Each upsert adds an id or raises one version by 1: p is their sum.
     uint64_t upserts = got.added;
     for (uint64_t v : got.version) upserts += v;
