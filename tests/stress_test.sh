@@ -1,8 +1,9 @@
 #!/bin/sh
 # stress_test.sh: short runs of //tools:stress on the host backend: exit 0, a
 # summary line with rows checked and 0 violations, queries asked each of the
-# three ways (fl_query, prepared run, prepared launch), the --json summary,
-# more writers than one over more tables, and the exit code of bad usage (2).
+# three ways (fl_query, prepared run, prepared launch), a final pass asked all
+# three ways, the --json summary, more writers than one over more tables, and
+# the exit code of bad usage (2).
 set -eu
 STRESS="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -22,7 +23,11 @@ for n in $(echo "$asked" | sed 's/[^0-9 ]//g'); do
   [ "$n" -gt 0 ] || fail "a way of asking was not used: $asked"
 done
 echo "$asked"
+final=$(grep '^failed calls 0; final pass, 3 ways of asking: [1-9][0-9]* rows, 0 violations$' \
+  "$T/out.txt") || fail "the final pass asks every way, with no violation: $(cat "$T/out.txt")"
+echo "$final"
 grep -q '"violations": 0,' "$T/s.json" || fail "json has the numbers"
+grep -q '"final_ways": 3,' "$T/s.json" || fail "json counts the final pass's ways"
 grep -q '"asked": {"fl_query": [1-9]' "$T/s.json" || fail "json counts the queries by kind"
 grep -q '"kind": "hashed fp32"' "$T/s.json" || fail "json lists the tables"
 

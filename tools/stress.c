@@ -8,7 +8,10 @@
  * (fl_query_prepare, sizes fixed per reader) run with fl_prepared_run; and
  * one launched with fl_prepared_launch then fl_prepared_wait (CUDA: its
  * outputs in device memory, so the run does not wait for the host's part).
- * Reader 0, which also makes the final pass, always uses fl_query.
+ * Before every query, every buffer its answer passes through (the host
+ * buffers and, on CUDA, the device ones) is filled with POISON bytes, so a
+ * query that leaves rows unwritten shows them as such rather than passing
+ * with an earlier answer.
  * Exit codes: 0 no violation, 1 a violation (or a failed setup), 2 usage error.
  *
  * Row encoding: the row (table t, id, version v) holds v in base 1024 in its
@@ -17,37 +20,58 @@
  * fp32, so any returned row can be checked on its own: decode v, re-encode
  * (t, id, v), compare every byte. A torn row (parts of two writes) or another
  * id's row fails the comparison. Version 0 is never written, so zeros always
- * mean "no row".
+ * mean "no row"; POISON is no row's bytes (all-ones elements are NaN).
  *
- * Versions: row k of every table has one writer (k % writers), which numbers
- * the row's writes 1, 2, 3, ... (setup writes 1; a remove takes a number
- * too) and keeps three atomics per row:
- *   begun    the number of the last write started, stored before the
- *            fl_store_upsert / fl_store_remove call;
- *   removing the number of the last remove started, stored before the call;
- *   done     the last write whose call returned: number << 1, | 1 for a
- *            remove, stored after the call returned.
+ * Versions: every write (upsert or remove) of any row takes its number from
+ * one clock, s->clock, by fetch-and-add before the store is called (setup
+ * writes 1). So numbers order each row's writes, and place every write
+ * against a reader's load of the clock. Row k of every table has one writer
+ * (k % writers), which keeps three atomics per row:
+ *   removing      the number of the last remove announced: stored after the
+ *                 number was taken, before the fl_store_remove call;
+ *   removing_prev what removing held before that store (the remove before);
+ *   done          the last write whose call returned: number << 1, | 1 for a
+ *                 remove, stored after the call returned.
  *
  * The rule, for every row a query returns, with `before` the row's done word
- * loaded just before fl_query was called, and begun and removing loaded once
- * the answer was complete (CUDA: after the stream synchronisation):
+ * loaded just before the query was asked and `end` the clock loaded as soon
+ * as the answer was complete (the call returned; CUDA: the stream was
+ * synchronised):
+ * - POISON means the query did not write the row                (unwritten);
  * - a non-zero row encodes (t, id, v) exactly                      (else torn);
  * - v >= before's number: never older than the write complete before the
  *   query started; a remove's number is never a row's, so a row from before
  *   a completed remove is stale too                               (else stale);
- * - v <= begun: no write that had not begun                      (else future);
- * - zeros only for a hashed id the query may have seen removed: before is a
- *   remove, or a remove numbered after before's write had begun
- *   (removing > before's number). Dense rows are never zero.  (else bad zero)
- * Loading begun and removing after the answer can only make those two bounds
- * lenient (they may count writes begun after the query ended), never flag a
- * correct answer. A failed library or CUDA call is a violation too. At the
- * end, with every thread stopped and the cache synced, one pass over every
- * row must return exactly the last version written (zeros for removed ids):
- * the same rule, with nothing in flight. */
+ * - v <= end: no write that took its number after the answer     (else future);
+ * - zeros only for a hashed id with a remove in progress or complete, and
+ *   the id not re-added, at some moment of the query: before is a remove
+ *   (complete at the start; the re-add after it had not returned), or the
+ *   last remove announced by `end` is numbered after before's write (it was
+ *   announced before the answer, and had not completed before the query
+ *   started). Dense rows are never zero.                      (else bad zero)
+ * A remove announced after the answer never excuses a zero: that is why the
+ * rule needs the last remove announced by `end`, not the last one announced
+ * by the time the row is checked. It is removing when that is <= end, else
+ * removing_prev, because a row gets at most one remove announced after end
+ * before its reader is done checking: while it checks, a reader holds
+ * (holds[], seq_cst like every atomic here) `end`, and a writer about to
+ * announce a remove of a row whose last remove is numbered above some hold
+ * waits for that hold to go. The reader stores its hold (first HOLD_PENDING,
+ * which every such writer waits for) before it loads end, and the writer
+ * loads the holds before it takes the new number: so a writer that went on
+ * either saw this check's hold at or above the row's last remove, or loaded
+ * the holds before this check began, and then the row's last remove took
+ * its number before end was loaded. Either way removing_prev is <= end.
+ *
+ * A failed library or CUDA call is a violation too. At the end, with every
+ * thread stopped and the cache synced, every row of every table is asked for
+ * once each way (fl_query with host buffers and, on CUDA, with device
+ * buffers; a prepared run; a prepared launch): the same rule, with nothing in
+ * flight, asks for exactly the last version written (zeros for removed ids). */
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +86,13 @@ enum {
   MAX_IDS = 512,    /* ids per table in one query, at most */
   WRITE_ROWS = 16,  /* rows per upsert or remove call, at most */
   DIGITS = 4,       /* leading elements holding the version, base 1024: 2^40
-                       versions, never reached */
+                       write numbers, weeks of writes at a million a second */
   FILL_ROWS = 4096, /* rows per upsert while setting up */
-  SHOW_MAX = 10     /* violations described on stderr */
+  SHOW_MAX = 10,    /* violations described on stderr */
+  POISON = 0xff     /* every byte of an output buffer before a query */
 };
+#define HOLD_NONE UINT64_MAX /* a reader's hold while it checks nothing */
+#define HOLD_PENDING 0       /* ... while it loads the clock to check an answer */
 #define MAINT_PERIOD_S 0.05  /* writer 0's cache maintenance period */
 #define UNIFIED_ON 2048u     /* unified index entries when switched on */
 
@@ -95,7 +122,7 @@ static void usage(FILE *f) {
         "  --layout L      flat|per-table [flat]\n"
         "  --seconds S     run time [10]\n"
         "  --readers N     query threads, each on its own CUDA stream, 1..64 [4]\n"
-        "  --ask LIST      how readers ask, in turn (reader 0 always by fl_query):\n"
+        "  --ask LIST      how readers ask, in turn (the final pass asks every way):\n"
         "                  fl_query,prepared_run,prepared_launch [all three]\n"
         "  --writers W     store writer threads; writer 0 also clears, resizes and\n"
         "                  syncs the cache every 50 ms [1]\n"
@@ -213,7 +240,7 @@ static const shape shapes[3] = {
 
 /* The version words of one row (see the top comment). */
 typedef struct row_state {
-  _Atomic uint64_t begun, removing, done;
+  _Atomic uint64_t removing, removing_prev, done;
 } row_state;
 
 typedef struct table {
@@ -258,38 +285,49 @@ static uint64_t decode_version(const table *t, const void *row) {
   return v;
 }
 
-static int all_zero(const unsigned char *p, size_t n) {
+/* 1 when each of the n bytes at p is `byte`. */
+static int all_bytes(const unsigned char *p, size_t n, unsigned char byte) {
   for (size_t i = 0; i < n; i++)
-    if (p[i]) return 0;
+    if (p[i] != byte) return 0;
   return 1;
 }
 
 typedef enum verdict {
-  ROW_OK,   /* a whole row of a version the rule allows */
-  ZERO_OK,  /* zeros for an id the query may have seen removed */
-  TORN,     /* not a whole row of (table, id): torn, another id's, garbage */
-  STALE,    /* older than the write complete before the query */
-  FUTURE,   /* a version whose write had not begun */
-  ZERO_BAD, /* zeros for a row present throughout */
+  ROW_OK,    /* a whole row of a version the rule allows */
+  ZERO_OK,   /* zeros for an id the query may have seen removed */
+  UNWRITTEN, /* the POISON the buffer held before the query */
+  TORN,      /* not a whole row of (table, id): torn, another id's, garbage */
+  STALE,     /* older than the write complete before the query */
+  FUTURE,    /* a version numbered after the answer was complete */
+  ZERO_BAD,  /* zeros for a row present throughout */
   N_VERDICTS
 } verdict;
-#define FIRST_VIOLATION TORN
+#define FIRST_VIOLATION UNWRITTEN
 
-static const char *const verdict_key[N_VERDICTS] = {"rows_ok", "zero_rows", "torn",
+static const char *const verdict_key[N_VERDICTS] = {"rows_ok", "zero_rows", "unwritten", "torn",
                                                    "stale",   "future",    "bad_zero"};
+
+/* The last remove of row st announced by clock value `end`, while a hold at
+ * or below end keeps a second one from being announced (top comment). */
+static uint64_t last_remove_by(const row_state *st, uint64_t end) {
+  uint64_t last = atomic_load(&st->removing);
+  return last <= end ? last : atomic_load(&st->removing_prev);
+}
 
 /* The rule of the top comment for one returned row; *got gets the version it
  * spells. scratch holds one row. */
-static verdict judge(const table *t, uint64_t id, const void *row, uint64_t before,
-                     uint64_t begun, uint64_t removing, void *scratch, uint64_t *got) {
+static verdict judge(const table *t, uint64_t id, const void *row, const row_state *st,
+                     uint64_t before, uint64_t end, void *scratch, uint64_t *got) {
   uint64_t floor = before >> 1;
   *got = 0;
-  if (all_zero(row, t->row_bytes)) return (before & 1) || removing > floor ? ZERO_OK : ZERO_BAD;
+  if (all_bytes(row, t->row_bytes, POISON)) return UNWRITTEN;
+  if (all_bytes(row, t->row_bytes, 0))
+    return (before & 1) || last_remove_by(st, end) > floor ? ZERO_OK : ZERO_BAD;
   *got = decode_version(t, row);
   encode_row(t, id, *got, scratch);
   if (*got == 0 || memcmp(row, scratch, t->row_bytes) != 0) return TORN;
   if (*got < floor) return STALE;
-  return *got > begun ? FUTURE : ROW_OK;
+  return *got > end ? FUTURE : ROW_OK;
 }
 
 /* ---------------------------------------------------------------- the run */
@@ -306,6 +344,10 @@ typedef struct stress {
   fl_store *store;
   fl_cache *cache;
   int cuda;                /* the cache runs on the CUDA backend */
+  _Atomic uint64_t clock;  /* the last write number taken (top comment) */
+  _Atomic uint64_t *holds; /* per reader: the end it checks against, HOLD_NONE or
+                              HOLD_PENDING (top comment) */
+  uint32_t n_holds;
   atomic_int stop;
   _Atomic uint64_t errors; /* failed library or CUDA calls */
   atomic_uint shown;       /* violations described so far */
@@ -349,12 +391,13 @@ static int cuda_ok(stress *s, const char *call, cudaError_t e) {
 }
 
 static void describe(stress *s, const table *t, uint64_t id, verdict v, uint64_t got,
-                     uint64_t before) {
+                     uint64_t before, uint64_t end) {
   if (atomic_fetch_add(&s->shown, 1) >= SHOW_MAX) return;
   fprintf(stderr, "violation: table %s, id %llu: %s (the row spells version %llu; before the "
-          "query, version %llu was complete%s)\n",
+          "query, version %llu was complete%s; the answer was complete at clock %llu)\n",
           t->name, (unsigned long long)id, verdict_key[v], (unsigned long long)got,
-          (unsigned long long)(before >> 1), before & 1 ? ", a remove" : "");
+          (unsigned long long)(before >> 1), before & 1 ? ", a remove" : "",
+          (unsigned long long)end);
 }
 
 /* ---------------------------------------------------------------- writers */
@@ -388,12 +431,16 @@ static size_t pick_rows(writer *w, const table *t, uint64_t *rows) {
   return n;
 }
 
+/* Numbers for n writes, the first in w->versions[0]. */
+static void take_numbers(writer *w, size_t n) {
+  uint64_t first = atomic_fetch_add(&w->s->clock, n) + 1;
+  for (size_t i = 0; i < n; i++) w->versions[i] = first + i;
+}
+
 static void upsert_rows(writer *w, const table *t, const uint64_t *rows, size_t n) {
   if (n == 0) return;
+  take_numbers(w, n);
   for (size_t i = 0; i < n; i++) {
-    row_state *r = &t->state[rows[i]];
-    w->versions[i] = atomic_load(&r->begun) + 1;
-    atomic_store(&r->begun, w->versions[i]);
     w->ids[i] = row_id(t, rows[i]);
     encode_row(t, w->ids[i], w->versions[i], w->vectors + i * t->row_bytes);
   }
@@ -403,13 +450,22 @@ static void upsert_rows(writer *w, const table *t, const uint64_t *rows, size_t 
   w->n.upserts += n;
 }
 
+/* Waits until no reader checks against an end below `last` (a row's last
+ * remove), so that announcing the row's next remove keeps removing_prev
+ * at or below every held end (top comment). */
+static void await_holds(const stress *s, uint64_t last) {
+  for (uint32_t j = 0; j < s->n_holds; j++)
+    while (atomic_load(&s->holds[j]) < last) sched_yield();
+}
+
 static void remove_rows(writer *w, const table *t, const uint64_t *rows, size_t n) {
   if (n == 0) return;
+  for (size_t i = 0; i < n; i++) await_holds(w->s, atomic_load(&t->state[rows[i]].removing));
+  take_numbers(w, n);
   for (size_t i = 0; i < n; i++) {
     row_state *r = &t->state[rows[i]];
-    w->versions[i] = atomic_load(&r->begun) + 1;
+    atomic_store(&r->removing_prev, atomic_load(&r->removing));
     atomic_store(&r->removing, w->versions[i]);
-    atomic_store(&r->begun, w->versions[i]);
     w->ids[i] = row_id(t, rows[i]);
   }
   fl_status st = fl_store_remove(w->s->store, t->index, w->ids, n);
@@ -476,8 +532,8 @@ typedef struct lane {
   uint64_t ids[MAX_IDS];
   uint64_t before[MAX_IDS];  /* their done words before the query */
   unsigned char *out;        /* MAX_IDS answers, host memory */
-  uint64_t *ids_dev;         /* CUDA: device ids and answers */
-  void *out_dev;
+  uint64_t *ids_dev;         /* CUDA: device ids */
+  void *out_dev;             /* CUDA: device answers, in the reader's out_dev */
 } lane;
 
 typedef struct reader {
@@ -489,6 +545,9 @@ typedef struct reader {
   void *stream;            /* CUDA: a cudaStream_t of its own; host backend: NULL */
   lane *lanes;             /* per table */
   fl_table_query *q;       /* per table */
+  void *out_dev;           /* CUDA: every lane's device answers, one block to poison */
+  size_t out_dev_bytes;
+  _Atomic uint64_t *hold;  /* its entry of s->holds */
   unsigned char *scratch;  /* one re-encoded row */
   tally *tally;            /* per table */
   uint64_t queries;
@@ -515,6 +574,18 @@ static void snapshot(reader *r) {
     for (size_t i = 0; i < l->n; i++)
       l->before[i] = atomic_load(&r->s->tables[t].state[l->rows[i]].done);
   }
+}
+
+/* POISON into every buffer the answer passes through: the lanes' host
+ * buffers (the answer, or on CUDA its download) and, when the query writes
+ * device memory, the device block, on the reader's stream ahead of the
+ * query's own work. */
+static int poison(reader *r, int device) {
+  for (uint32_t t = 0; t < r->s->n_tables; t++)
+    memset(r->lanes[t].out, POISON, r->lanes[t].n * r->s->tables[t].row_bytes);
+  return !device || cuda_ok(r->s, "cudaMemsetAsync of poison",
+                            cudaMemsetAsync(r->out_dev, POISON, r->out_dev_bytes,
+                                            (cudaStream_t)r->stream));
 }
 
 /* The drawn ids into the device buffers, on the reader's stream (CUDA). */
@@ -553,7 +624,7 @@ static int query(reader *r, uint64_t iter) {
     r->q[t] = device ? (fl_table_query){t, l->ids_dev, l->n, l->out_dev}
                      : (fl_table_query){t, l->ids, l->n, l->out};
   }
-  if (device && !upload_ids(r)) return 0;
+  if (!poison(r, device) || (device && !upload_ids(r))) return 0;
   snapshot(r);
   int ok;
   if (r->how == ASK_QUERY) {
@@ -569,27 +640,37 @@ static int query(reader *r, uint64_t iter) {
   return ok;
 }
 
-static void check(reader *r) {
+static void check(reader *r, uint64_t end) {
   stress *s = r->s;
   for (uint32_t t = 0; t < s->n_tables; t++) {
     const lane *l = &r->lanes[t];
     const table *tb = &s->tables[t];
     for (size_t i = 0; i < l->n; i++) {
-      row_state *st = &tb->state[l->rows[i]];
       uint64_t got;
-      verdict v = judge(tb, l->ids[i], l->out + i * tb->row_bytes, l->before[i],
-                        atomic_load(&st->begun), atomic_load(&st->removing), r->scratch, &got);
+      verdict v = judge(tb, l->ids[i], l->out + i * tb->row_bytes, &tb->state[l->rows[i]],
+                        l->before[i], end, r->scratch, &got);
       r->tally[t].n[v]++;
-      if (v >= FIRST_VIOLATION) describe(s, tb, l->ids[i], v, got, l->before[i]);
+      if (v >= FIRST_VIOLATION) describe(s, tb, l->ids[i], v, got, l->before[i], end);
     }
   }
+}
+
+/* One query of the lanes' ids, and its check under the reader's hold (the
+ * hold taken before end is loaded: top comment). */
+static void ask_and_check(reader *r, uint64_t iter) {
+  if (!query(r, iter)) return;
+  atomic_store(r->hold, HOLD_PENDING);
+  uint64_t end = atomic_load(&r->s->clock);
+  atomic_store(r->hold, end);
+  check(r, end);
+  atomic_store(r->hold, HOLD_NONE);
 }
 
 static void *reader_main(void *arg) {
   reader *r = arg;
   for (uint64_t iter = 0; !atomic_load(&r->s->stop); iter++) {
     draw(r);
-    if (query(r, iter)) check(r);
+    ask_and_check(r, iter);
     r->queries++;
   }
   return NULL;
@@ -599,11 +680,9 @@ static void reader_free(reader *r) {
   fl_prepared_destroy(r->prepared);
   for (uint32_t t = 0; r->lanes && t < r->s->n_tables; t++) {
     free(r->lanes[t].out);
-    if (r->s->cuda) {
-      cudaFree(r->lanes[t].ids_dev);
-      cudaFree(r->lanes[t].out_dev);
-    }
+    if (r->s->cuda) cudaFree(r->lanes[t].ids_dev);
   }
+  if (r->s->cuda) cudaFree(r->out_dev);
   if (r->stream) cudaStreamDestroy((cudaStream_t)r->stream);
   free(r->lanes);
   free(r->q);
@@ -612,12 +691,12 @@ static void reader_free(reader *r) {
 }
 
 /* A prepared query over the lanes' buffers (CUDA: the device ones), each
- * table's size drawn once. */
-static int reader_prepare(reader *r) {
+ * table's size MAX_IDS when `full`, else drawn once. */
+static int reader_prepare(reader *r, int full) {
   stress *s = r->s;
   for (uint32_t t = 0; t < s->n_tables; t++) {
     lane *l = &r->lanes[t];
-    l->n = next(&r->rng) % (MAX_IDS + 1);
+    l->n = full ? MAX_IDS : next(&r->rng) % (MAX_IDS + 1);
     r->q[t] = (fl_table_query){t, s->cuda ? l->ids_dev : l->ids, l->n,
                                s->cuda ? l->out_dev : (void *)l->out};
   }
@@ -625,24 +704,26 @@ static int reader_prepare(reader *r) {
                   fl_query_prepare(s->cache, r->q, s->n_tables, &r->prepared));
 }
 
-/* Reader `index`'s way to ask: the asks chosen, in turn (reader 0:
- * fl_query, for the final pass). */
+/* Reader `index`'s way to ask: the asks chosen, in turn. */
 static ask ask_of(unsigned asks, uint32_t index) {
-  if (index == 0) return ASK_QUERY;
   unsigned n = (unsigned)__builtin_popcount(asks), k = index % n;
   for (int a = 0;; a++)
     if (asks >> a & 1u && k-- == 0) return (ask)a;
 }
 
-static int reader_init(stress *s, reader *r, uint32_t index) {
-  *r = (reader){.s = s, .how = ask_of(s->o.asks, index), .rng = fl_hash2(s->o.seed, index)};
+/* Reader `index` (its hold: s->holds[index]), asking the way `how`; a
+ * prepared one of MAX_IDS ids per table when `full`. */
+static int reader_init(stress *s, reader *r, uint32_t index, ask how, int full) {
+  *r = (reader){.s = s, .how = how, .rng = fl_hash2(s->o.seed, index), .hold = &s->holds[index]};
   r->lanes = calloc(s->n_tables, sizeof *r->lanes);
   r->q = calloc(s->n_tables, sizeof *r->q);
   r->scratch = malloc(s->widest);
   r->tally = calloc(s->n_tables, sizeof *r->tally);
   int ok = r->lanes && r->q && r->scratch && r->tally;
-  for (uint32_t t = 0; ok && t < s->n_tables; t++)
+  for (uint32_t t = 0; ok && t < s->n_tables; t++) {
     ok = (r->lanes[t].out = malloc(MAX_IDS * s->tables[t].row_bytes)) != NULL;
+    r->out_dev_bytes += MAX_IDS * s->tables[t].row_bytes;
+  }
   if (!ok) {
     fprintf(stderr, "error: out of host memory for reader %u\n", index);
     return 0;
@@ -651,13 +732,16 @@ static int reader_init(stress *s, reader *r, uint32_t index) {
     cudaStream_t stream;
     if (!cuda_ok(s, "cudaStreamCreate", cudaStreamCreate(&stream))) return 0;
     r->stream = stream;
+    if (!cuda_ok(s, "cudaMalloc", cudaMalloc(&r->out_dev, r->out_dev_bytes))) return 0;
   }
+  size_t at = 0;
   for (uint32_t t = 0; ok && s->cuda && t < s->n_tables; t++) {
     lane *l = &r->lanes[t];
-    ok = cuda_ok(s, "cudaMalloc", cudaMalloc((void **)&l->ids_dev, MAX_IDS * sizeof *l->ids_dev)) &&
-         cuda_ok(s, "cudaMalloc", cudaMalloc(&l->out_dev, MAX_IDS * s->tables[t].row_bytes));
+    l->out_dev = (unsigned char *)r->out_dev + at;
+    at += MAX_IDS * s->tables[t].row_bytes;
+    ok = cuda_ok(s, "cudaMalloc", cudaMalloc((void **)&l->ids_dev, MAX_IDS * sizeof *l->ids_dev));
   }
-  return ok && (r->how == ASK_QUERY || reader_prepare(r));
+  return ok && (r->how == ASK_QUERY || reader_prepare(r, full));
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -672,8 +756,8 @@ static int fill(stress *s, table *t) {
     for (size_t i = 0; i < n; i++) {
       ids[i] = row_id(t, k0 + i);
       encode_row(t, ids[i], 1, rows + i * t->row_bytes);
-      atomic_init(&t->state[k0 + i].begun, 1);
       atomic_init(&t->state[k0 + i].removing, 0);
+      atomic_init(&t->state[k0 + i].removing_prev, 0);
       atomic_init(&t->state[k0 + i].done, 1u << 1);
     }
     ok = store_ok(s, "fl_store_upsert", fl_store_upsert(s->store, t->index, ids, n, rows));
@@ -705,6 +789,7 @@ static int make_store(stress *s) {
             fl_store_last_error(NULL));
   ok = ok && st == FL_OK;
   for (uint32_t i = 0; ok && i < s->n_tables; i++) ok = fill(s, &s->tables[i]);
+  atomic_store(&s->clock, 1); /* the number fill wrote */
   free(d);
   return ok;
 }
@@ -736,6 +821,7 @@ typedef struct totals {
   uint64_t queries, rows, violations;
   uint64_t asked[N_ASKS]; /* the queries, by how they were asked */
   uint64_t failed_calls, final_rows, final_violations;
+  uint32_t final_ways;    /* ways the final pass asked every row */
   tally *per_table;
   write_counts writes; /* all writers' */
   fl_cache_stats cache;
@@ -757,22 +843,22 @@ static void print_report(const stress *s, const totals *x) {
   printf("stress: backend %s, %s layout, %.1f s, %llu queries, %llu rows checked, %llu violations\n",
          s->cuda ? "cuda" : "host", s->o.layout == FL_LAYOUT_FLAT ? "flat" : "per-table", x->seconds, (unsigned long long)x->queries,
          (unsigned long long)x->rows, (unsigned long long)x->violations);
-  printf("%-6s %-12s %14s %10s %6s %6s %7s %9s\n", "table", "kind", "rows checked", "zero rows",
-         "torn", "stale", "future", "bad zero");
+  printf("%-6s %-12s %14s %10s %9s %6s %6s %7s %9s\n", "table", "kind", "rows checked",
+         "zero rows", "unwritten", "torn", "stale", "future", "bad zero");
   for (uint32_t t = 0; t < s->n_tables; t++) {
     const tally *y = &x->per_table[t];
-    printf("%-6s %-12s %14llu %10llu %6llu %6llu %7llu %9llu\n", s->tables[t].name,
+    printf("%-6s %-12s %14llu %10llu %9llu %6llu %6llu %7llu %9llu\n", s->tables[t].name,
            s->tables[t].shape->kind, (unsigned long long)checked(y),
-           (unsigned long long)y->n[ZERO_OK], (unsigned long long)y->n[TORN],
-           (unsigned long long)y->n[STALE], (unsigned long long)y->n[FUTURE],
-           (unsigned long long)y->n[ZERO_BAD]);
+           (unsigned long long)y->n[ZERO_OK], (unsigned long long)y->n[UNWRITTEN],
+           (unsigned long long)y->n[TORN], (unsigned long long)y->n[STALE],
+           (unsigned long long)y->n[FUTURE], (unsigned long long)y->n[ZERO_BAD]);
   }
   printf("queries by %s %llu, by %s %llu, by %s %llu\n", ask_key[ASK_QUERY],
          (unsigned long long)x->asked[ASK_QUERY], ask_key[ASK_PREPARED_RUN],
          (unsigned long long)x->asked[ASK_PREPARED_RUN], ask_key[ASK_PREPARED_LAUNCH],
          (unsigned long long)x->asked[ASK_PREPARED_LAUNCH]);
-  printf("failed calls %llu; final pass: %llu rows, %llu violations\n",
-         (unsigned long long)x->failed_calls, (unsigned long long)x->final_rows,
+  printf("failed calls %llu; final pass, %u ways of asking: %llu rows, %llu violations\n",
+         (unsigned long long)x->failed_calls, x->final_ways, (unsigned long long)x->final_rows,
          (unsigned long long)x->final_violations);
   printf("readers %u, writers %u: %llu rows upserted, %llu removed, %llu re-added; %llu clears, "
          "%llu unified-index changes, %llu syncs\n",
@@ -799,12 +885,13 @@ static int write_json(const stress *s, const totals *x, const char *path) {
   fprintf(f, "{\n  \"backend\": \"%s\",\n  \"layout\": \"%s\",\n  \"seconds\": %.3f,\n  \"readers\": %u,\n"
           "  \"writers\": %u,\n  \"queries\": %llu,\n  \"rows_checked\": %llu,\n"
           "  \"violations\": %llu,\n  \"failed_calls\": %llu,\n  \"final_rows\": %llu,\n"
-          "  \"final_violations\": %llu,\n",
+          "  \"final_violations\": %llu,\n  \"final_ways\": %u,\n",
           s->cuda ? "cuda" : "host", s->o.layout == FL_LAYOUT_FLAT ? "flat" : "per-table",
           x->seconds, s->o.readers, s->o.writers,
           (unsigned long long)x->queries, (unsigned long long)x->rows,
           (unsigned long long)x->violations, (unsigned long long)x->failed_calls,
-          (unsigned long long)x->final_rows, (unsigned long long)x->final_violations);
+          (unsigned long long)x->final_rows, (unsigned long long)x->final_violations,
+          x->final_ways);
   fprintf(f, "  \"asked\": {");
   for (int a = 0; a < N_ASKS; a++)
     fprintf(f, "%s\"%s\": %llu", a ? ", " : "", ask_key[a], (unsigned long long)x->asked[a]);
@@ -837,22 +924,30 @@ static int write_json(const stress *s, const totals *x, const char *path) {
 
 /* ---------------------------------------------------------------- main */
 
-/* Every row of every table once, through reader r, after the run: nothing is
- * in flight, so the rule asks for exactly the last version written. */
-static void final_pass(stress *s, reader *r) {
-  cache_ok(s, "fl_cache_sync", fl_cache_sync(s->cache));
-  for (uint32_t t = 0; t < s->n_tables; t++) {
-    for (uint64_t k0 = 0; k0 < s->tables[t].shape->corpus; k0 += MAX_IDS) {
-      for (uint32_t u = 0; u < s->n_tables; u++) r->lanes[u].n = 0;
+/* Every row of every table, after the run, through reader r (made with
+ * MAX_IDS ids per table) at iteration `iter` of its way to ask: each batch
+ * takes the next MAX_IDS rows of every table, a table that has run out
+ * starting over (every corpus holds MAX_IDS rows or more). Each batch is
+ * asked twice, with a sync between, so that the second reads from the cache
+ * the rows the first admitted: asked once, in order, every row would be a
+ * miss (evicted before it comes round again). Nothing is in flight, so the
+ * rule asks for exactly the last version written. */
+static void final_pass(stress *s, reader *r, uint64_t iter) {
+  uint64_t most = 0;
+  for (uint32_t t = 0; t < s->n_tables; t++)
+    if (s->tables[t].shape->corpus > most) most = s->tables[t].shape->corpus;
+  for (uint64_t k0 = 0; k0 < most; k0 += MAX_IDS) {
+    for (uint32_t t = 0; t < s->n_tables; t++) {
       lane *l = &r->lanes[t];
-      uint64_t left = s->tables[t].shape->corpus - k0;
-      l->n = left < MAX_IDS ? (size_t)left : MAX_IDS;
+      l->n = MAX_IDS;
       for (size_t i = 0; i < l->n; i++) {
-        l->rows[i] = k0 + i;
-        l->ids[i] = row_id(&s->tables[t], k0 + i);
+        l->rows[i] = (k0 + i) % s->tables[t].shape->corpus;
+        l->ids[i] = row_id(&s->tables[t], l->rows[i]);
       }
-      if (query(r, 0)) check(r);
     }
+    ask_and_check(r, iter);
+    cache_ok(s, "fl_cache_sync", fl_cache_sync(s->cache));
+    ask_and_check(r, iter);
   }
 }
 
@@ -899,14 +994,26 @@ static void add_up(const stress *s, const reader *readers, const writer *writers
   }
 }
 
-/* The final pass on reader 0, counted into x apart and in the totals. */
-static void finish(stress *s, reader *r0, totals *x) {
-  memset(r0->tally, 0, s->n_tables * sizeof *r0->tally);
-  final_pass(s, r0);
-  for (uint32_t t = 0; t < s->n_tables; t++) {
-    x->final_rows += checked(&r0->tally[t]);
-    x->final_violations += violations(&r0->tally[t]);
-    for (int v = 0; v < N_VERDICTS; v++) x->per_table[t].n[v] += r0->tally[t].n[v];
+/* After a sync, the final pass every way: each ask (fl_query twice on
+ * CUDA: its even iterations pass host buffers, its odd ones device buffers),
+ * through a reader made for it (hold: reader 0's, idle now). Counted into x
+ * apart and in the totals; 0 when a final reader cannot be set up. */
+static int finish(stress *s, totals *x) {
+  cache_ok(s, "fl_cache_sync", fl_cache_sync(s->cache));
+  int ok = 1;
+  for (int a = 0; ok && a < N_ASKS; a++) {
+    reader r;
+    ok = reader_init(s, &r, 0, (ask)a, 1);
+    for (uint64_t iter = 0; ok && iter < (a == ASK_QUERY && s->cuda ? 2u : 1u); iter++) {
+      final_pass(s, &r, iter);
+      x->final_ways++;
+    }
+    for (uint32_t t = 0; ok && t < s->n_tables; t++) {
+      x->final_rows += checked(&r.tally[t]);
+      x->final_violations += violations(&r.tally[t]);
+      for (int v = 0; v < N_VERDICTS; v++) x->per_table[t].n[v] += r.tally[t].n[v];
+    }
+    if (r.s) reader_free(&r);
   }
   for (uint32_t t = 0; t < s->n_tables; t++) {
     x->rows += checked(&x->per_table[t]);
@@ -915,6 +1022,7 @@ static void finish(stress *s, reader *r0, totals *x) {
   x->failed_calls = atomic_load(&s->errors);
   x->violations += x->failed_calls;
   fl_cache_stats_get(s->cache, &x->cache, NULL, 0);
+  return ok;
 }
 
 int main(int argc, char **argv) {
@@ -925,9 +1033,13 @@ int main(int argc, char **argv) {
   reader *readers = calloc(s.o.readers, sizeof *readers);
   writer *writers = calloc(s.o.writers ? s.o.writers : 1, sizeof *writers);
   totals x = {.per_table = NULL};
-  int ok = readers && writers && make_store(&s) && make_cache(&s);
+  s.n_holds = s.o.readers;
+  s.holds = calloc(s.n_holds, sizeof *s.holds);
+  for (uint32_t i = 0; s.holds && i < s.n_holds; i++) atomic_init(&s.holds[i], HOLD_NONE);
+  int ok = readers && writers && s.holds && make_store(&s) && make_cache(&s);
   ok = ok && (x.per_table = calloc(s.n_tables, sizeof *x.per_table)) != NULL;
-  for (uint32_t i = 0; ok && i < s.o.readers; i++) ok = reader_init(&s, &readers[i], i);
+  for (uint32_t i = 0; ok && i < s.o.readers; i++)
+    ok = reader_init(&s, &readers[i], i, ask_of(s.o.asks, i), 0);
   for (uint32_t i = 0; ok && i < s.o.writers; i++) {
     writers[i] = (writer){.s = &s, .index = i, .rng = fl_hash2(s.o.seed + 1, ~(uint64_t)i)};
     ok = (writers[i].vectors = malloc(WRITE_ROWS * s.widest)) != NULL;
@@ -935,7 +1047,9 @@ int main(int argc, char **argv) {
   ok = ok && run(&s, readers, writers, &x.seconds);
   if (ok) {
     add_up(&s, readers, writers, &x);
-    finish(&s, &readers[0], &x);
+    ok = finish(&s, &x);
+  }
+  if (ok) {
     print_report(&s, &x);
     if (s.o.json) ok = write_json(&s, &x, s.o.json);
   }
@@ -948,6 +1062,7 @@ int main(int argc, char **argv) {
   free(s.tables);
   free(readers);
   free(writers);
+  free(s.holds);
   free(x.per_table);
   return !ok || x.violations ? 1 : 0;
 }
