@@ -65,9 +65,11 @@
  *
  * A failed library or CUDA call is a violation too. At the end, with every
  * thread stopped and the cache synced, every row of every table is asked for
- * once each way (fl_query with host buffers and, on CUDA, with device
- * buffers; a prepared run; a prepared launch): the same rule, with nothing in
- * flight, asks for exactly the last version written (zeros for removed ids). */
+ * each way (fl_query with host buffers and, on CUDA, with device buffers; a
+ * prepared run; a prepared launch), twice so that the second answer comes
+ * from the cache where the first was admitted (final_pass): the same rule,
+ * with nothing in flight, asks for exactly the last version written (zeros
+ * for removed ids). */
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <pthread.h>
