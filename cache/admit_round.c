@@ -13,6 +13,7 @@
 #include "cache/cache.h"
 #include "cache/cuda_state.h"
 #include "cache/maint_kernels.h"
+#include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/fault.h"
 

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache/admission.h"
 #include "cache/admit_round.h"
@@ -16,16 +15,6 @@
 #include "dram_store/store_internal.h"
 #include "encoding/encoder.h"
 #include "cache/cuda_state.h"
-
-static uint64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  clock_gettime(id, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t fl_now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
-
-uint64_t fl_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 void fl_config_default(fl_config *cfg) {
   memset(cfg, 0, sizeof *cfg);

@@ -97,11 +97,6 @@ struct fl_cache {
   fl_table_counters *counters;
 };
 
-/* Monotonic clock in ns. */
-uint64_t fl_now_ns(void);
-/* CPU time of the calling thread in ns. */
-uint64_t fl_thread_cpu_ns(void);
-
 /* --- memory of the resolved backend (device or host) --- */
 fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out);
 void fl_cache_mem_free(fl_cache *c, void *p);

@@ -15,6 +15,7 @@
 
 #include "cluster/resp.h"
 #include "cluster/slots.h"
+#include "common/clock.h"
 #include "common/error.h"
 
 /* Idle connections kept per node: one per concurrent caller is typical. */
@@ -50,12 +51,6 @@ void fl_cluster_config_default(fl_cluster_config *cfg) {
   cfg->io_timeout_ms = 1000;
   cfg->retry_ms = 10000;
   cfg->heartbeat_ms = 100;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
 static void sleep_ms(double ms) {
@@ -428,7 +423,7 @@ fl_status fl_cluster_run(fl_cluster *c, const void *eh, fl_rc_cmd *cmds, size_t 
     pending[i] = &cmds[i];
   }
   size_t n_pending = n;
-  double deadline = now_ms() + c->cfg.retry_ms, backoff = FL_BACKOFF_MIN_MS;
+  double deadline = fl_now_ms() + c->cfg.retry_ms, backoff = FL_BACKOFF_MIN_MS;
   char last[384] = "";
   fl_status st = FL_OK;
   while (n_pending && st == FL_OK) {
@@ -514,14 +509,14 @@ fl_status fl_cluster_run(fl_cluster *c, const void *eh, fl_rc_cmd *cmds, size_t 
     }
     n_pending = keep;
     if (!n_pending || st != FL_OK) break;
-    if (now_ms() > deadline) {
+    if (fl_now_ms() > deadline) {
       st = fl_fail(eh, FL_ERR_UNAVAILABLE, "%s; still failing after retrying for %u ms", last,
                    c->cfg.retry_ms);
       break;
     }
     if (stalled) {
       /* A failover or a restart is under way: wait, then ask where slots are. */
-      sleep_ms(backoff < deadline - now_ms() ? backoff : deadline - now_ms());
+      sleep_ms(backoff < deadline - fl_now_ms() ? backoff : deadline - fl_now_ms());
       backoff = backoff * 2 < FL_BACKOFF_MAX_MS ? backoff * 2 : FL_BACKOFF_MAX_MS;
       char err[256];
       if (refresh(c, err, sizeof err) != 0) snprintf(last, sizeof last, "%s", err);

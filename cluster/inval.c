@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cluster/meta.h"
+#include "common/clock.h"
 #include "common/error.h"
 
 /* Versions above `done` seen out of order, at most this many (more: resync). */
@@ -31,12 +32,6 @@ struct fl_inval {
   size_t n_seen;
   uint64_t taken;           /* the version key at the last heartbeat */
 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
 
 static void channel(const fl_cluster *c, char *out, size_t cap, const char *what) {
   snprintf(out, cap, "%s:%s", fl_cluster_cfg(c)->ns, what);
@@ -176,7 +171,7 @@ static int subscribe(fl_inval *v, char *err, size_t cap) {
 static void *run(void *arg) {
   fl_inval *v = arg;
   const fl_cluster_config *cfg = fl_cluster_cfg(v->c);
-  double next_beat = now_ms() + cfg->heartbeat_ms, ping_sent = 0;
+  double next_beat = fl_now_ms() + cfg->heartbeat_ms, ping_sent = 0;
   while (!atomic_load(&v->stop)) {
     if (!v->sub) {
       char err[256];
@@ -187,7 +182,7 @@ static void *run(void *arg) {
       }
       ping_sent = 0;
     }
-    double wait = next_beat - now_ms();
+    double wait = next_beat - fl_now_ms();
     struct pollfd p = {v->sub->fd, POLLIN, 0};
     int ready = poll(&p, 1, wait > 0 ? (int)wait + 1 : 0);
     if (ready > 0 && redisBufferRead(v->sub) != REDIS_OK) {
@@ -204,10 +199,10 @@ static void *run(void *arg) {
       freeReplyObject(reply);
       reply = NULL;
     }
-    if (now_ms() < next_beat) continue;
-    next_beat = now_ms() + cfg->heartbeat_ms;
+    if (fl_now_ms() < next_beat) continue;
+    next_beat = fl_now_ms() + cfg->heartbeat_ms;
     /* No pong within the I/O timeout: the subscription is dead. */
-    if (ping_sent && now_ms() - ping_sent > cfg->io_timeout_ms) {
+    if (ping_sent && fl_now_ms() - ping_sent > cfg->io_timeout_ms) {
       drop(v);
       continue;
     }
@@ -219,7 +214,7 @@ static void *run(void *arg) {
         drop(v);
         continue;
       }
-      ping_sent = now_ms();
+      ping_sent = fl_now_ms();
     }
     /* A version taken a heartbeat ago whose message has not come: lost. */
     uint64_t version;

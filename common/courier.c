@@ -11,7 +11,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "common/clock.h"
 
 typedef struct waiting {
   fl_courier_job job;
@@ -31,21 +32,15 @@ struct fl_courier {
   int stop;
 };
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Spins (without the lock) until a job is handed over or spin_ns pass. */
 static void spin_for_job(fl_courier *k) {
-  uint64_t seen = atomic_load(&k->posted), end = now_ns() + k->spin_ns;
+  uint64_t seen = atomic_load(&k->posted), end = fl_now_ns() + k->spin_ns;
   pthread_mutex_unlock(&k->mu);
   for (uint32_t i = 1; atomic_load(&k->posted) == seen; i++) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    if (i % 64 == 0 && now_ns() > end) break;
+    if (i % 64 == 0 && fl_now_ns() > end) break;
   }
   pthread_mutex_lock(&k->mu);
 }

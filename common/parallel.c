@@ -9,6 +9,7 @@
  * mutex in turn, which cost more than a small gather itself. */
 #include "common/parallel.h"
 
+#include "common/clock.h"
 #include "common/mutant.h"
 
 #include <limits.h>
@@ -18,7 +19,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 /* How long an idle worker spins before it sleeps: long enough for the next
@@ -52,12 +52,6 @@ static void cpu_relax(void) {
 #endif
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
@@ -81,14 +75,14 @@ static void run_chunks(fl_workers *w) {
  * then sleeps; a wake (a job, or fl_workers_wake) starts a new spin. */
 static uint32_t next_job(fl_workers *w, uint32_t seen) {
   for (;;) {
-    uint64_t until = now_ns() + FL_WORKER_SPIN_NS;
+    uint64_t until = fl_now_ns() + FL_WORKER_SPIN_NS;
     uint64_t asked = atomic_load_explicit(&w->spin_until, memory_order_relaxed);
     if (asked > until) until = asked;
     for (unsigned i = 0;; i++) {
       uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
       if (g != seen) return g;
       if ((i & 255u) == 255u) {
-        if (now_ns() > until) break;
+        if (fl_now_ns() > until) break;
         sched_yield(); /* an oversubscribed machine runs the caller meanwhile */
       }
       cpu_relax();
@@ -156,7 +150,7 @@ uint32_t fl_workers_count(const fl_workers *w) { return w->n + 1; }
 
 void fl_workers_wake(fl_workers *w, uint64_t spin_ns) {
   if (!w || w->n == 0) return;
-  atomic_store_explicit(&w->spin_until, now_ns() + spin_ns, memory_order_relaxed);
+  atomic_store_explicit(&w->spin_until, fl_now_ns() + spin_ns, memory_order_relaxed);
   if (atomic_load(&w->sleepers) > 0) futex_wake_all(&w->generation);
 }
 

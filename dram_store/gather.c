@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "dram_store/remote.h"
 
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
@@ -200,12 +201,12 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
     job.skip_local = !atomic_load(&rm->budget) || !fl_inval_synced(rm->inval);
   }
   if (st == FL_OK) {
-    uint64_t t0 = fl_store_clock_ns();
+    uint64_t t0 = fl_now_ns();
     uint32_t token = fl_grace_enter(&s->env->grace);
     if (watch && !rm) fl_gather_watched_run(s, &job, start[n], watch);
     else fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
     fl_grace_exit(&s->env->grace, token);
-    atomic_fetch_add_explicit(&s->tier.ns_local, fl_store_clock_ns() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->tier.ns_local, fl_now_ns() - t0, memory_order_relaxed);
     size_t n_absent = atomic_load(&job.n_absent);
     if (n_absent)
       st = fl_remote_fill(s, call, parts, n, start, job.absent, n_absent, changes, policy, miss);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "dram_store/remote.h"
 
@@ -62,9 +63,9 @@ fl_status fl_remote_fill(fl_store *s, const char *call, const fl_gather_part *pa
     part[k] = qi;
     rows[k] = (fl_row_ref){p->t->id, p->ids[i], p->out + i * p->t->row_bytes, p->t->row_bytes};
   }
-  uint64_t t0 = fl_store_clock_ns();
+  uint64_t t0 = fl_now_ns();
   fl_status st = fl_rows_fetch(rm->cluster, s, &rm->ks, rows, n_absent, found);
-  atomic_fetch_add_explicit(&s->tier.ns_cluster, fl_store_clock_ns() - t0, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->tier.ns_cluster, fl_now_ns() - t0, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->tier.cluster_fetches, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->tier.cluster_rows, n_absent, memory_order_relaxed);
   if (st != FL_OK) {

@@ -5,7 +5,6 @@
 #define FL_DRAM_STORE_STORE_IMPL_H
 
 #include <pthread.h>
-#include <time.h>
 
 #include "common/error.h"
 #include "common/parallel.h"
@@ -55,12 +54,6 @@ fl_table *fl_store_table_arg(fl_store *s, uint32_t table, const char *call);
  * for new ids cannot be made. */
 fl_status fl_store_upsert_rows(fl_store *s, fl_table *t, const uint64_t *ids, size_t n,
                                const void *vectors);
-/* Monotonic nanoseconds, for the tier statistics. */
-static inline uint64_t fl_store_clock_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* FL_ERR_UNSUPPORTED for `call` (save, export) on a cluster store, whose
  * local tier holds only part of the model. */

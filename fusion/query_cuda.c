@@ -30,6 +30,7 @@
 
 #include "cache/admission.h"
 #include "cache/cuda_state.h"
+#include "common/clock.h"
 #include "common/courier.h"
 #include "common/cuda_check.h"
 #include "common/fault.h"

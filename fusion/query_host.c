@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/admission.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "fusion/query.h"
 

@@ -10,15 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "include/fleche.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int fail(fl_store *s, fl_status st, const char *what) {
   fprintf(stderr, "error: %s: %s: %s\n", what, fl_status_name(st), fl_store_last_error(s));
@@ -40,7 +34,7 @@ static void *gather_loop(void *arg) {
   float *out = malloc(c->batch * c->dim * sizeof *out);
   uint64_t x = c->seed;
   c->st = ids && out ? FL_OK : FL_ERR_OUT_OF_MEMORY;
-  while (c->st == FL_OK && now() < c->until) {
+  while (c->st == FL_OK && fl_now_s() < c->until) {
     for (uint64_t i = 0; i < c->batch; i++) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       ids[i] = x % c->rows;
@@ -83,14 +77,14 @@ int main(int argc, char **argv) {
   fl_store *s = NULL;
   fl_status st = fl_store_create_cluster(&t, 1, 0, &cfg, &s);
   if (st != FL_OK) return fail(NULL, st, "creating the cluster store");
-  double t0 = now();
+  double t0 = fl_now_s();
   st = fl_store_fill_synthetic(s, 0, 7);
-  double load_s = now() - t0;
+  double load_s = fl_now_s() - t0;
   if (st != FL_OK) return fail(s, st, "loading");
   fl_store_tier_stats_reset(s);
   caller c[64];
   pthread_t th[64];
-  t0 = now();
+  t0 = fl_now_s();
   for (unsigned i = 0; i < threads; i++) {
     c[i] = (caller){s, rows, batch, 88172645463325252ull + i, 0, 0, dim, t0 + seconds, FL_OK};
     pthread_create(&th[i], NULL, gather_loop, &c[i]);
@@ -101,7 +95,7 @@ int main(int argc, char **argv) {
     if (c[i].st != FL_OK) st = c[i].st;
     fetched += c[i].fetched, bad += c[i].bad;
   }
-  double elapsed = now() - t0;
+  double elapsed = fl_now_s() - t0;
   if (st != FL_OK) return fail(s, st, "gather");
   fl_store_tier_stats ts;
   fl_store_tier_stats_get(s, &ts);

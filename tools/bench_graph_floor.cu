@@ -4,8 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "common/clock.h"
 #include "common/launch_to.h"
-#include <time.h>
 
 #include <algorithm>
 #include <vector>
@@ -14,12 +14,6 @@ namespace {
 
 constexpr unsigned kBlocks = 26, kThreads = 256;  // the 256-sample batch's index grid
 constexpr int kWarmup = 200;
-
-double now_us() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 // The last block to finish raises *flag, as fused_index's publish does;
 // with host_word, every block first reads it (pinned, device-mapped).
@@ -159,7 +153,7 @@ cudaError_t time_shape(const shape_parts &sp, const bufs &b, uint64_t header_byt
   std::vector<double> batch, flag;
   for (int r = 0; e == cudaSuccess && r < kWarmup + reps; r++) {
     *b.flag() = 0;
-    double t0 = now_us();
+    double t0 = 1e6 * fl_now_s();
     if (exec) {
       if (sp.new_params) e = cudaGraphExecKernelNodeSetParams(exec, kernel, &kp);
       if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
@@ -170,9 +164,9 @@ cudaError_t time_shape(const shape_parts &sp, const bufs &b, uint64_t header_byt
     if (e != cudaSuccess) break;
     while (*b.flag() == 0) {
     }
-    double t1 = now_us();
+    double t1 = 1e6 * fl_now_s();
     e = cudaStreamSynchronize(s);
-    double t2 = now_us();
+    double t2 = 1e6 * fl_now_s();
     if (r >= kWarmup) batch.push_back(t2 - t0), flag.push_back(t1 - t0);
   }
   if (exec) cudaGraphExecDestroy(exec);

@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "include/fleche.h"
 #include "tools/bench_graph_floor.h"
 #include "tools/bench_linear_probe.h"
@@ -73,12 +73,6 @@ static int cmp_double(const void *a, const void *b) {
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
-}
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_t seed) {
@@ -160,10 +154,10 @@ enum { ASK_QUERY, ASK_RUN, ASK_LAUNCH };
 /* One query, through the prepared handle when p (launched: ask); returns
  * the call's own time in us (the stream is waited for after). */
 static double query(fl_cache *c, fl_prepared *p, int ask, batch *b, cudaStream_t s) {
-  double t0 = now_us();
+  double t0 = 1e6 * fl_now_s();
   fl_status st = !p ? fl_query(c, b->q, N_TABLES, s)
                  : ask == ASK_LAUNCH ? fl_prepared_launch(p, s) : fl_prepared_run(p, s);
-  double t1 = now_us();
+  double t1 = 1e6 * fl_now_s();
   if (st != FL_OK) die(p ? "fl_prepared_run" : "fl_query", fl_cache_last_error(c));
   if (cudaStreamSynchronize(s) != cudaSuccess) die("cuda", "stream synchronize failed");
   if (p && ask == ASK_LAUNCH && fl_prepared_wait(p) != FL_OK)
@@ -201,9 +195,9 @@ static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_i
   double *t = malloc(reps * sizeof *t), *call = malloc(reps * sizeof *call);
   for (int r = 0; r < reps; r++) {
     if (cold) fresh_misses(b, cold);
-    double t0 = now_us();
+    double t0 = 1e6 * fl_now_s();
     call[r] = query(c, p, ask, b, s);
-    t[r] = now_us() - t0;
+    t[r] = 1e6 * fl_now_s() - t0;
   }
   fl_cache_stats_get(c, &st, NULL, 0);
   qsort(t, reps, sizeof *t, cmp_double);

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/parallel.h"
 #include "dram_store/synthetic_ids.h"
@@ -54,12 +54,6 @@ typedef struct fl_floor {
   float *out;                    /* batch output */
 } fl_floor;
 
-static double fl_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void fl_floor_gather(void *ctx, size_t b, size_t e) {
   fl_floor *f = ctx;
   size_t rb = f->dim * sizeof(float);
@@ -81,7 +75,7 @@ static double fl_bench_loop(fl_bench_opts *o, int which, fl_store *s, fl_table_q
                             fl_workers *w, fl_floor *f, uint64_t *const grows[]) {
   size_t per_call = o->batch * FL_BENCH_TABLES;
   uint64_t calls = 0;
-  double t0 = fl_now(), t;
+  double t0 = fl_now_s(), t;
   do {
     int k = (int)(calls % FL_BENCH_BATCHES);
     if (which == 0) {
@@ -92,7 +86,7 @@ static double fl_bench_loop(fl_bench_opts *o, int which, fl_store *s, fl_table_q
       fl_workers_for(w, per_call, 256, fl_floor_gather, f);
     }
     calls++;
-    t = fl_now();
+    t = fl_now_s();
   } while (t - t0 < o->seconds);
   return (double)(calls * per_call) / (t - t0);
 }

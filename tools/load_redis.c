@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tools/replay.h"
 
 typedef struct load_progress {
@@ -18,7 +19,7 @@ typedef struct load_progress {
 static void on_progress(void *ctx, uint64_t done, uint64_t table_total) {
   (void)table_total;
   load_progress *p = ctx;
-  double now = fl_now();
+  double now = fl_now_s();
   if (!p->tty || now - p->last < 0.1) return;
   p->last = now;
   uint64_t at = p->base + done;
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
   }
   uint32_t n = fl_store_num_tables(w.store);
   fl_table_desc *d = calloc(n ? n : 1, sizeof *d);
-  load_progress p = {.start = fl_now(), .tty = isatty(STDERR_FILENO)};
+  load_progress p = {.start = fl_now_s(), .tty = isatty(STDERR_FILENO)};
   for (uint32_t t = 0; d && t < n; t++) {
     fl_store_table_stats ts;
     fl_store_table(w.store, t, &d[t]);
@@ -83,7 +84,7 @@ int main(int argc, char **argv) {
     p.base += ts.rows;
   }
   if (s == FL_OK) {
-    double secs = fl_now() - p.start;
+    double secs = fl_now_s() - p.start;
     fprintf(stderr, "%sloaded %u tables, %llu rows into %s in %.2f s (%.2f M rows/s)\n",
             p.tty ? "\r" : "", n, (unsigned long long)p.total, target, secs,
             secs > 0 ? (double)p.total / 1e6 / secs : 0);

@@ -109,7 +109,6 @@ typedef struct fl_progress {
   int drawn;
   int quiet;
 } fl_progress;
-double fl_now(void); /* monotonic seconds */
 void fl_progress_start(fl_progress *p, int quiet);
 void fl_progress_update(fl_progress *p, const char *label, uint64_t done, uint64_t total,
                         uint64_t lookups);

@@ -4,17 +4,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tools/replay.h"
 
 void fl_progress_start(fl_progress *p, int quiet) {
   memset(p, 0, sizeof *p);
-  p->start = fl_now();
+  p->start = fl_now_s();
   p->quiet = quiet || !isatty(STDERR_FILENO);
 }
 
 void fl_progress_update(fl_progress *p, const char *label, uint64_t done, uint64_t total,
                         uint64_t lookups) {
-  double now = fl_now();
+  double now = fl_now_s();
   /* Only runs longer than 2 s get a bar, redrawn at most 10 times a second. */
   if (p->quiet || now - p->start < 2 || now - p->last_draw < 0.1) return;
   p->last_draw = now;

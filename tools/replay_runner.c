@@ -7,8 +7,8 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "tools/replay.h"
 
 /* Rows checked per table and batch with --verify. */
@@ -36,12 +36,6 @@ struct fl_runner {
   int prepared;          /* run through prepared queries */
   fl_prepared *p;        /* over q as it is, NULL: prepare before the next run */
 };
-
-double fl_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static fl_status cuda_fail(cudaError_t e, const char *what) {
   fprintf(stderr, "error: %s: %s\n", what, cudaGetErrorString(e));
@@ -205,13 +199,13 @@ fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms) {
       return s;
     }
   }
-  double t0 = fl_now();
+  double t0 = fl_now_s();
   fl_status s = r->p ? fl_prepared_run(r->p, r->stream) : fl_query(r->cache, r->q, r->n_tables, r->stream);
   if (s == FL_OK && r->cuda) {
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)r->stream);
     if (e != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
   }
-  *ms = 1e3 * (fl_now() - t0);
+  *ms = 1e3 * (fl_now_s() - t0);
   if (s != FL_OK) {
     fprintf(stderr, "error: %s: %s: %s\n", r->p ? "fl_prepared_run" : "fl_query", fl_status_name(s),
             fl_cache_last_error(r->cache));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/half.h"
 #include "tools/replay.h"
 #include "tools/trace/distinct.h"
@@ -221,17 +222,17 @@ fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w) {
   /* Hashed ids: a first pass finds the ids the store needs rows for (and
    * validates the whole trace before anything is timed). */
   if (hashed && !o->model && !o->store) {
-    double t0 = fl_now();
+    double t0 = fl_now_s();
     s = fl_trace_distinct(w->trace, o->batches, seen, &w->batches, NULL);
     if (s != FL_OK)
       fprintf(stderr, "error: %s: %s\n", fl_status_name(s), fl_trace_last_error(w->trace));
     else
       fprintf(stderr, "trace: %s: %llu batches, distinct ids found in %.2f s\n",
-              fl_trace_path(w->trace), (unsigned long long)w->batches, fl_now() - t0);
+              fl_trace_path(w->trace), (unsigned long long)w->batches, fl_now_s() - t0);
   }
   if (o->batches && (w->batches == 0 || w->batches > o->batches)) w->batches = o->batches;
   if (s == FL_OK) {
-    double t0 = fl_now();
+    double t0 = fl_now_s();
     s = build_store(o, w, seen);
     if (s == FL_OK) {
       for (uint32_t i = 0; i < w->n_tables; i++) {
@@ -246,7 +247,7 @@ fl_status fl_workload_open(const fl_replay_opts *o, fl_workload *w) {
       }
       fprintf(stderr, "store: %u tables, %llu rows, %.1f MB (%s), built in %.2f s\n", w->n_tables,
               (unsigned long long)w->model_rows, (double)w->model_bytes / 1e6, w->model_desc,
-              fl_now() - t0);
+              fl_now_s() - t0);
     }
   }
   for (uint32_t i = 0; i < w->n_tables; i++) fl_idset_free(&seen[i]);
