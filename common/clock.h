@@ -1,5 +1,4 @@
-/* clock.h: the one home of the process's clocks: monotonic time (in ns; in
- * ms and s as doubles) and the calling thread's CPU time. */
+/* clock.h: the process's clocks: monotonic time (ns; ms, s) and thread CPU time. */
 #ifndef FL_COMMON_CLOCK_H
 #define FL_COMMON_CLOCK_H
 
