@@ -12,20 +12,13 @@ package as libfleche.so. Foreign calls release the GIL.
 See docs/PYTHON.md in the repository.
 """
 
-from ._core import (
-    Cache,
-    CacheStats,
-    CacheTableStats,
-    PreparedQuery,
-    Store,
-    StoreTableStats,
-    Table,
-    cuda_device_count,
-    synthetic_value,
-    version,
-)
+from ._cache import Cache
 from ._encoding import Encoding, TableCode
-from ._lib import library_path
+from ._lib import cuda_device_count, library_path, version
+from ._prepared import PreparedQuery
+from ._stats import CacheStats, CacheTableStats, StoreTableStats
+from ._store import Store, synthetic_value
+from ._tables import Table
 from .errors import (
     CudaError,
     Error,

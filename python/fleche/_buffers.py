@@ -199,6 +199,14 @@ def _numpy_view(arr: Any, what: str) -> View:
 _NUMPY_NAMES: Dict[np.dtype, str] = {}
 
 
+def host_view(v: Any) -> Any:
+    """v, a View, if it is of host memory; else InvalidArgument."""
+    if v[3] != HOST:
+        raise InvalidArgument("this call takes host memory only (NumPy arrays, CPU tensors), "
+                              f"got an array on CUDA device {v[3]}")
+    return v
+
+
 def ids_view(obj: Any, what: str, stream: int = 0) -> View:
     """The view of ids (or keys): uint64 or int64 (bits taken as uint64), 1-D, C-contiguous."""
     v = view(obj, what, stream)

@@ -14,9 +14,10 @@ from typing import Any, Sequence, Tuple
 import numpy as np
 
 from . import _lib
-from ._buffers import ids_view
-from ._core import _ENCODINGS, L, TableRef, _choice, _Owner, _Tables, Table, host_view, table_descs
-from ._handle import Handle
+from ._buffers import host_view, ids_view
+from ._handle import Handle, _Owner
+from ._lib import lib as L
+from ._tables import _ENCODINGS, Table, TableRef, _choice, _Tables, table_descs
 from .errors import InvalidArgument, from_status
 
 

@@ -5,14 +5,21 @@ native object, so closing from one thread while another queries is safe (the
 query finishes first; later calls raise). A store's handle also counts the
 caches over it ("dependents"): the store is destroyed only after its last
 cache, whatever order the garbage collector finalizes them in.
+
+_Owner is what the Python objects over a handle (Store, Cache, Encoding)
+share: close(), use as a context manager, a finalizer, and calls that raise
+the exception of a failed status with the handle's last message.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
 
-from .errors import InvalidArgument
+from . import _lib
+from .errors import InvalidArgument, from_status
+
+_T = TypeVar("_T", bound="_Owner")
 
 
 class Handle:
@@ -88,3 +95,46 @@ class Handle:
                 self._pending = False
         if ready:
             self._destroy_now()
+
+
+class _Owner:
+    """What Store, Cache and Encoding share about their lifetime: a C handle in
+    self._h (a Handle), the fl_*_last_error of its kind, close(), use
+    as a context manager, and a finalizer that closes the handle if the user
+    did not."""
+
+    _h: Handle
+    _last_error: Any  # the ctypes function fl_<kind>_last_error
+
+    def close(self) -> None:
+        """Destroys the C object after the calls in flight (idempotent); later
+        calls raise InvalidArgument."""
+        self._h.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._h.closed
+
+    def _check(self, st: int, ptr: Any) -> None:
+        """Raises the exception of status st with the handle's last message."""
+        if st != _lib.FL_OK:
+            raise from_status(st, self._last_error(ptr).decode())
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        """Calls fn(handle, *args) while the handle stays open; raises on error."""
+        ptr = self._h.enter()
+        try:
+            self._check(fn(ptr, *args), ptr)
+        finally:
+            self._h.leave()
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            h.close()

@@ -239,3 +239,13 @@ _decl("fl_cache_clear", _status, _cache_p)
 _decl("fl_cache_stats_get", _status, _cache_p, POINTER(fl_cache_stats),
       POINTER(fl_cache_table_stats), c_uint32)
 _decl("fl_cache_stats_reset", None, _cache_p)
+
+
+def version() -> str:
+    """The C library's version, "MAJOR.MINOR.PATCH" (fl_version)."""
+    return lib.fl_version().decode()
+
+
+def cuda_device_count() -> int:
+    """Number of usable CUDA devices; 0 without a GPU or driver (fl_cuda_device_count)."""
+    return int(lib.fl_cuda_device_count())
