@@ -3,6 +3,9 @@
 Every function is declared with argtypes/restype. The library is a ctypes
 CDLL, so each foreign call releases the GIL while it runs (ctypes does that for
 CDLL functions): queries from several Python threads run in parallel in C.
+The structs are mirrored by hand; at import, check_layout compares each
+mirror with the layout the library reports, and raises ImportError on a
+difference.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
+from typing import Dict, Optional, Tuple, Type
 
 # fl_status
 FL_OK = 0
@@ -249,3 +253,69 @@ def version() -> str:
 def cuda_device_count() -> int:
     """Number of usable CUDA devices; 0 without a GPU or driver (fl_cuda_device_count)."""
     return int(lib.fl_cuda_device_count())
+
+
+# ------------------------------------------------------------ layout check
+
+MIRRORS: Tuple[Type[Structure], ...] = (
+    fl_table_desc, fl_table_query, fl_table_code_report, fl_store_table_stats, fl_config,
+    fl_cache_stats, fl_cache_table_stats,
+)  # every Structure above, each named as the C struct it mirrors
+
+# struct name -> {field name, or None for the struct itself: (offset, size) in bytes}
+Layouts = Dict[str, Dict[Optional[str], Tuple[int, int]]]
+
+
+def c_layouts() -> Layouts:
+    """The layouts of the mirrored structs as the library was compiled: the
+    rows of fl_python_layout (python/exports.c)."""
+    if not hasattr(lib, "fl_python_layout"):
+        raise ImportError(f"fleche: {library_path()} does not export fl_python_layout, so its "
+                          "structs cannot be checked against this package: rebuild it "
+                          "(pip install ./python)")
+    _decl("fl_python_layout", c_int, c_size_t, POINTER(c_char_p), POINTER(c_char_p),
+          POINTER(c_size_t), POINTER(c_size_t))
+    layouts: Layouts = {}
+    type_, field, offset, size = c_char_p(), c_char_p(), c_size_t(), c_size_t()
+    i = 0
+    while lib.fl_python_layout(i, ctypes.byref(type_), ctypes.byref(field), ctypes.byref(offset),
+                               ctypes.byref(size)):
+        name = field.value.decode() if field.value is not None else None
+        layouts.setdefault((type_.value or b"").decode(), {})[name] = (offset.value, size.value)
+        i += 1
+    return layouts
+
+
+def check_layout(mirror: Type[Structure], layouts: Layouts) -> None:
+    """Raises ImportError, naming the struct and both values, when the ctypes
+    Structure `mirror` differs from the C struct of its class name in
+    `layouts` (c_layouts()): in size, or in a field's name, offset or size."""
+    name = mirror.__name__
+    ours = f"its ctypes mirror ({__name__}.{name})"
+    theirs = f"libfleche.so ({library_path()})"
+    c = layouts.get(name)
+    if c is None:
+        raise ImportError(f"fleche: {theirs} reports no layout of struct {name}; "
+                          "add its rows to python/exports.c")
+    c_size, py_size = c[None][1], ctypes.sizeof(mirror)
+    if c_size != py_size:
+        raise ImportError(f"fleche: struct {name} is {c_size} bytes in {theirs} but {py_size} "
+                          f"bytes in {ours}; update the mirror to include/fleche.h")
+    py_fields = {f[0]: (getattr(mirror, f[0]).offset, getattr(mirror, f[0]).size)
+                 for f in mirror._fields_}
+    fields = {f for f in c if f is not None} | set(py_fields)
+    # by offset, C's field first: a renamed field is reported by its C name
+    for field in sorted(fields, key=lambda f: ((c.get(f) or py_fields[f])[0], f not in c, f)):
+        c_at, py_at = c.get(field), py_fields.get(field)
+        if c_at != py_at:
+            raise ImportError(f"fleche: field {name}.{field} is {_where(c_at)} in {theirs} but "
+                              f"{_where(py_at)} in {ours}; update the mirror to include/fleche.h")
+
+
+def _where(at: Optional[Tuple[int, int]]) -> str:
+    return "absent" if at is None else f"at offset {at[0]} ({at[1]} bytes)"
+
+
+_LAYOUTS = c_layouts()
+for _mirror in MIRRORS:
+    check_layout(_mirror, _LAYOUTS)
