@@ -12,13 +12,11 @@
 
 #include "encoding/encoder.h"
 #include "tests/shims.h"
+#include "tools/criteo_tables.h"
 
 namespace {
 
-const std::vector<uint64_t> kCriteo = {1460,  583,     10131227, 2202608, 305,  24,      12517,
-                                       633,   3,       93145,    5683,    8351593, 3194, 27,
-                                       14992, 5461306, 10,       5652,    2173, 4,       7046547,
-                                       18,    15,      286181,   105,     142572};
+const std::vector<uint64_t> kCriteo(fl_criteo_rows, fl_criteo_rows + FL_CRITEO_TABLES);
 
 std::vector<fl_table_desc> Tables(const std::vector<uint64_t> &corpus, fl_id_kind kind) {
   std::vector<fl_table_desc> t;

@@ -27,13 +27,10 @@
 #include "include/fleche.h"
 #include "tools/bench_graph_floor.h"
 #include "tools/bench_linear_probe.h"
+#include "tools/criteo_tables.h"
 #include "tools/trace/zipf.h"
 
-static const uint64_t criteo[26] = {1460,   583,   10131227, 2202608, 305,  24,     12517,
-                                    633,    3,     93145,    5683,    8351593, 3194, 27,
-                                    14992,  5461306, 10,     5652,    2173, 4,      7046547,
-                                    18,     15,    286181,   105,     142572};
-enum { N_TABLES = 26, DIM = 32 };
+enum { N_TABLES = FL_CRITEO_TABLES, DIM = 32 };
 /* The 5%-miss batch: 6 tables x 56 positions = 336 of 6,656 keys. */
 enum { MISS_TABLES = 6, MISS_PER_TABLE = 56 };
 
@@ -232,7 +229,7 @@ int main(int argc, char **argv) {
   fl_table_desc desc[N_TABLES];
   char names[N_TABLES][8];
   for (uint32_t t = 0; t < N_TABLES; t++) {
-    card[t] = (uint64_t)(criteo[t] * o.scale);
+    card[t] = (uint64_t)(fl_criteo_rows[t] * o.scale);
     if (card[t] < 2) card[t] = 2;
     snprintf(names[t], sizeof names[t], "C%u", t + 1);
     desc[t] = (fl_table_desc){names[t], card[t], DIM, FL_FP32, FL_IDS_DENSE};

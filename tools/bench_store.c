@@ -18,15 +18,11 @@
 #include "common/parallel.h"
 #include "dram_store/synthetic_ids.h"
 #include "include/fleche.h"
+#include "tools/criteo_tables.h"
 
-#define FL_BENCH_TABLES 26
+#define FL_BENCH_TABLES FL_CRITEO_TABLES
 /* Id batches generated up front and cycled, so timing excludes the RNG. */
 #define FL_BENCH_BATCHES 8
-
-/* Criteo Kaggle (Display Advertising Challenge) categorical cardinalities. */
-static const uint64_t fl_criteo_rows[FL_BENCH_TABLES] = {
-    1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194,
-    27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572};
 
 typedef struct fl_bench_opts {
   char dims[64];     /* comma-separated vector sizes */

@@ -12,13 +12,9 @@
 #include <string.h>
 
 #include "include/fleche.h"
+#include "tools/criteo_tables.h"
 
-/* The 26 categorical columns of the Criteo Kaggle display-ads set. */
-static const uint64_t criteo[] = {1460,    583,   10131227, 2202608, 305,     24,     12517,
-                                  633,     3,     93145,    5683,    8351593, 3194,   27,
-                                  14992,   5461306, 10,     5652,    2173,    4,      7046547,
-                                  18,      15,    286181,   105,     142572};
-enum { FL_CRITEO_TABLES = sizeof criteo / sizeof criteo[0], FL_MAX_TABLES = 1 << 16 };
+enum { FL_MAX_TABLES = 1 << 16 };
 
 typedef struct fl_summary {
   uint32_t lossless_tables;
@@ -115,7 +111,7 @@ int main(int argc, char **argv) {
       n = parse_list(argv[++i], corpus, FL_MAX_TABLES);
       if (n == 0) return usage("--cardinalities wants N,N,... of unsigned integers");
     } else if (!strcmp(a, "--criteo")) {
-      memcpy(corpus, criteo, sizeof criteo);
+      memcpy(corpus, fl_criteo_rows, sizeof fl_criteo_rows);
       n = FL_CRITEO_TABLES;
     } else if (!strcmp(a, "--hashed")) {
       hashed = 1;

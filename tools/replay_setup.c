@@ -7,17 +7,13 @@
 
 #include "common/clock.h"
 #include "common/half.h"
+#include "tools/criteo_tables.h"
 #include "tools/replay.h"
 #include "tools/trace/distinct.h"
 
 /* A percentage budget never goes under 1 MiB, so tiny test models still get
  * a cache that holds a few slabs. */
 #define FL_MIN_BUDGET (UINT64_C(1) << 20)
-
-/* Criteo Kaggle C1..C26 cardinalities after dictionary encoding (full data). */
-static const uint64_t criteo_cardinality[FL_CRITEO_TABLES] = {
-    1460, 583,  10131227, 2202608, 305, 24,      12517, 633, 3,      93145, 5683, 8351593, 3194,
-    27,   14992, 5461306, 10,      5652, 2173,   4,     7046547, 18, 15,    286181, 105, 142572};
 
 static fl_status fail_store(fl_store *s, fl_status st, const char *what) {
   fprintf(stderr, "error: %s: %s: %s\n", what, fl_status_name(st), fl_store_last_error(s));
@@ -28,7 +24,7 @@ static fl_status fail_store(fl_store *s, fl_status st, const char *what) {
 static fl_status parse_tables(const char *spec, double scale, uint64_t *card, uint32_t *n) {
   *n = 0;
   if (!strcmp(spec, "criteo")) {
-    for (; *n < FL_CRITEO_TABLES; ++*n) card[*n] = criteo_cardinality[*n];
+    for (; *n < FL_CRITEO_TABLES; ++*n) card[*n] = fl_criteo_rows[*n];
   } else {
     for (const char *p = spec; *p && *n < FL_TRACE_MAX_TABLES;) {
       char *end;

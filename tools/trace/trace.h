@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "include/fleche.h"
+#include "tools/criteo_tables.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +28,7 @@ extern "C" {
 
 /* ------------------------------------------------------------- interface */
 
-enum { FL_TRACE_MAX_TABLES = 1024, FL_CRITEO_TABLES = 26 };
+enum { FL_TRACE_MAX_TABLES = 1024 };
 
 typedef struct fl_trace_table {
   char name[16];        /* "C1".."C26" for Criteo columns, "t<i>" otherwise */
