@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "common/clock.h"
+#include "common/search.h"
 #include "dram_store/remote.h"
 
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
@@ -96,12 +97,7 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
 }
 
 uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row) {
-  uint32_t lo = 0, hi = n;
-  while (hi - lo > 1) {
-    uint32_t mid = (lo + hi) / 2;
-    if (start[mid] <= row) lo = mid; else hi = mid;
-  }
-  return lo;
+  return fl_search_range(start, n, row);
 }
 
 static void fl_gather_range(void *ctx, size_t b, size_t e) {

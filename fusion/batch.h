@@ -8,6 +8,7 @@
 #define FL_FUSION_BATCH_H
 
 #include "common/hd.h"
+#include "common/search.h"
 
 typedef struct fl_batch_arg {
   const uint64_t *ids;  /* the query's ids, readable where the launch runs */
@@ -23,12 +24,7 @@ typedef struct fl_batch_arg {
 
 /* Largest q with scan[q] <= x, for scan[0] = 0 <= x (n entries). */
 FL_HD uint32_t fl_batch_find(const uint64_t *scan, uint32_t n, uint64_t x) {
-  uint32_t lo = 0, hi = n;
-  while (hi - lo > 1) {
-    uint32_t mid = (lo + hi) / 2;
-    if (scan[mid] <= x) lo = mid; else hi = mid;
-  }
-  return lo;
+  return fl_search_range(scan, n, x);
 }
 
 /* Copy width for rows of vec_bytes written at out: the widest of 16/4/2 bytes
