@@ -11,21 +11,13 @@
 #include "common/cuda_check.h"
 #include "cache/cuda_state.h"
 
-#define FL_LAUNCH_TRY(c, call)                                                         \
-  do {                                                                                 \
-    int fl_e_ = (call);                                                                \
-    if (fl_e_ != 0)                                                                    \
-      return fl_fail((c), FL_ERR_CUDA, "%s failed: %s", #call,                         \
-                     cudaGetErrorString((cudaError_t)fl_e_));                          \
-  } while (0)
-
 static cudaStream_t maint_stream(fl_cache *c) { return (cudaStream_t)c->cuda->maint; }
 
 fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
   p->entries = 0;
   p->dram_entries = 0;
   if (c->backend == FL_BACKEND_CUDA) {
-    FL_LAUNCH_TRY(c, fl_launch_index_reset(p->index, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_index_reset(p->index, c->cuda->maint));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     return FL_OK;
   }
@@ -39,7 +31,7 @@ fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, ui
     void *dev, *host;
     fl_status st = fl_cuda_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
     if (st != FL_OK) return st;
-    FL_LAUNCH_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, dev, FL_AGE_BUCKETS * 8, cudaMemcpyDeviceToHost,
                                    maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
@@ -62,7 +54,7 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
     if (st != FL_OK) return st;
     unsigned long long *counters = dev;
     uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
-    FL_LAUNCH_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     uint64_t n = ((unsigned long long *)host)[0];
@@ -94,7 +86,7 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
     if (st != FL_OK) return st;
     uint64_t *dkeys = dev, *dlocs = (uint64_t *)dev + n;
     FL_CUDA_TRY(c, cudaMemcpyAsync(dkeys, keys, n * 8, cudaMemcpyHostToDevice, maint_stream(c)));
-    FL_LAUNCH_TRY(c, fl_launch_erase(p->index, dkeys, n, dlocs, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_erase(p->index, dkeys, n, dlocs, c->cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(locs, dlocs, n * 8, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     return FL_OK;

@@ -5,19 +5,9 @@
 #include <cuda_runtime_api.h>
 #include <inttypes.h>
 
+#include "common/cuda_check.h"
 #include "common/error.h"
 #include "encoding/encoder.h"
-
-/* Records the first failing CUDA call and jumps to cleanup. */
-#define FL_GPU_STEP(call)                                                                  \
-  do {                                                                                     \
-    cudaError_t fl_e_ = (call);                                                            \
-    if (fl_e_ != cudaSuccess) {                                                            \
-      st = fl_fail(e, FL_ERR_CUDA, "fl_encoding_encode: table %u: %s failed: %s", table,   \
-                   #call, cudaGetErrorString(fl_e_));                                      \
-      goto done;                                                                           \
-    }                                                                                      \
-  } while (0)
 
 fl_status fl_encoding_encode_gpu(const fl_encoding *e, uint32_t table, const uint64_t *ids,
                                  size_t n, uint64_t *keys) {
@@ -29,15 +19,20 @@ fl_status fl_encoding_encode_gpu(const fl_encoding *e, uint32_t table, const uin
   uint64_t *d_ids = NULL, *d_keys = NULL;
   unsigned long long *d_bad = NULL, bad = 0;
   size_t bytes = n * sizeof(uint64_t);
-  FL_GPU_STEP(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  FL_GPU_STEP(cudaMalloc((void **)&d_ids, bytes ? bytes : 1));
-  FL_GPU_STEP(cudaMalloc((void **)&d_keys, bytes ? bytes : 1));
-  FL_GPU_STEP(cudaMalloc((void **)&d_bad, sizeof *d_bad));
-  if (n) FL_GPU_STEP(cudaMemcpyAsync(d_ids, ids, bytes, cudaMemcpyHostToDevice, stream));
-  FL_GPU_STEP((cudaError_t)fl_encode_launch(fl_encoding_codes(e)[table], fl_encoding_key_bits(e),
-                                            d_ids, n, d_keys, d_bad, stream));
-  FL_GPU_STEP(cudaMemcpyAsync(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost, stream));
-  FL_GPU_STEP(cudaStreamSynchronize(stream));
+  /* Each step runs while every one before it succeeded. */
+  st = FL_CUDA_CHECK(e, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (st == FL_OK) st = FL_CUDA_CHECK(e, cudaMalloc((void **)&d_ids, bytes ? bytes : 1));
+  if (st == FL_OK) st = FL_CUDA_CHECK(e, cudaMalloc((void **)&d_keys, bytes ? bytes : 1));
+  if (st == FL_OK) st = FL_CUDA_CHECK(e, cudaMalloc((void **)&d_bad, sizeof *d_bad));
+  if (st == FL_OK && n)
+    st = FL_CUDA_CHECK(e, cudaMemcpyAsync(d_ids, ids, bytes, cudaMemcpyHostToDevice, stream));
+  if (st == FL_OK)
+    st = FL_CUDA_CHECK(e, fl_encode_launch(fl_encoding_codes(e)[table], fl_encoding_key_bits(e),
+                                           d_ids, n, d_keys, d_bad, stream));
+  if (st == FL_OK)
+    st = FL_CUDA_CHECK(e, cudaMemcpyAsync(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost, stream));
+  if (st == FL_OK) st = FL_CUDA_CHECK(e, cudaStreamSynchronize(stream));
+  if (st != FL_OK) goto done;
   if (bad != ~0ull) {
     st = fl_fail(e, FL_ERR_OUT_OF_RANGE,
                  "fl_encoding_encode: table %u '%s': id %" PRIu64 " (index %llu) is not below "
@@ -47,8 +42,9 @@ fl_status fl_encoding_encode_gpu(const fl_encoding *e, uint32_t table, const uin
     goto done;
   }
   /* Keys are written only after every id passed: a failed call changes nothing. */
-  if (n) FL_GPU_STEP(cudaMemcpyAsync(keys, d_keys, bytes, cudaMemcpyDeviceToHost, stream));
-  FL_GPU_STEP(cudaStreamSynchronize(stream));
+  if (n)
+    st = FL_CUDA_CHECK(e, cudaMemcpyAsync(keys, d_keys, bytes, cudaMemcpyDeviceToHost, stream));
+  if (st == FL_OK) st = FL_CUDA_CHECK(e, cudaStreamSynchronize(stream));
 done:
   cudaFree(d_ids);
   cudaFree(d_keys);

@@ -902,7 +902,6 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   const uint32_t *per_arg = (const uint32_t *)(H + l.h_counters + 16);
   uint64_t *gen = NULL;
   round_job *round = NULL; /* a prepared admission round, for the courier */
-  int e = 0;
   uint64_t n_miss = 0, bad = ~0ull;
   /* Whether end_uses ran, and whether work on the scratch followed it. */
   int uses_ended = 0, more_uses = 0;
@@ -912,15 +911,6 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   for (int i = 0; i < 3 && c->cfg.profile; i++)
     if (cudaEventCreate(&prof[i]) != cudaSuccess) prof[i] = NULL;
   int profiled = prof[0] && prof[1] && prof[2];
-#define TRY(call)                                                                      \
-  do {                                                                                 \
-    e = (int)(call);                                                                   \
-    if (e) {                                                                           \
-      st = fl_fail(c, FL_ERR_CUDA, "%s failed: %s", #call,                             \
-                   cudaGetErrorString((cudaError_t)e));                                \
-      goto done;                                                                       \
-    }                                                                                  \
-  } while (0)
   /* The set is left empty after each use; a set at a new place or size (or
    * after a failed query) is cleared whole. It is dirty until this query
    * empties it again. */
@@ -938,11 +928,13 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   }
   fl_misses_generations(c, gen);
   if (graph) {
-    TRY(cudaGraphLaunch((cudaGraphExec_t)(gated ? pl->exec_gated : pl->exec), stream));
+    st = FL_CUDA_CHECK(c, cudaGraphLaunch((cudaGraphExec_t)(gated ? pl->exec_gated : pl->exec),
+                                          stream));
   } else {
-    TRY(launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set, 0, 0,
-                           fl_launch_on(stream), profiled ? prof : NULL));
+    st = FL_CUDA_CHECK(c, launch_index_phase(b, &l, x, &m, index_threads, copy_threads, clear_set,
+                                             0, 0, fl_launch_on(stream), profiled ? prof : NULL));
   }
+  if (st != FL_OK) goto done;
   /* A batch after one with a gather likely has one too: wake the
    * store's gather threads now, so that they spin while the index kernel
    * runs instead of being woken once the counters are up. */
@@ -984,10 +976,10 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     uint32_t a = fl_batch_find(offsets, b->n_args, bad);
     /* On the query's stream: a legacy-stream copy would wait for every
      * blocking stream, launched runs' gates included. */
-    TRY(cudaMemcpyAsync(&id, dargs[a].ids + (bad - b->args[a].key_offset), 8,
-                        cudaMemcpyDeviceToHost, stream));
-    TRY(cudaStreamSynchronize(stream));
-    st = fl_query_range_error(b, bad, id);
+    st = FL_CUDA_CHECK(c, cudaMemcpyAsync(&id, dargs[a].ids + (bad - b->args[a].key_offset), 8,
+                                          cudaMemcpyDeviceToHost, stream));
+    if (st == FL_OK) st = FL_CUDA_CHECK(c, cudaStreamSynchronize(stream));
+    if (st == FL_OK) st = fl_query_range_error(b, bad, id);
     goto done;
   }
   fl_query_count(b, per_arg);
@@ -1020,11 +1012,11 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   for (uint32_t a = 0; a < b->n_args && st == FL_OK; a++)
     if (host_out[a]) {
       more_uses = 1;
-      TRY(cudaMemcpyAsync(host_out[a], dargs[a].out, (size_t)dargs[a].n * dargs[a].vec_bytes,
-                          cudaMemcpyDeviceToHost, stream));
+      st = FL_CUDA_CHECK(c, cudaMemcpyAsync(host_out[a], dargs[a].out,
+                                            (size_t)dargs[a].n * dargs[a].vec_bytes,
+                                            cudaMemcpyDeviceToHost, stream));
     }
 done:
-#undef TRY
   if (profiled && st == FL_OK && cudaEventSynchronize(prof[2]) == cudaSuccess) {
     float index_ms = 0, copy_ms = 0;
     cudaEventElapsedTime(&index_ms, prof[0], prof[1]);
