@@ -95,8 +95,8 @@ stress_verdict() {
 }
 
 # ------------------------------------------------------------- host mode
+own_base=""  # a temporary output base of ours, removed at exit
 run_host() {
-  local own_base=""
   if [ -z "$base" ]; then
     base="$(mktemp -d /tmp/fleche-mutants.XXXXXX)"
     own_base="$base"
@@ -142,7 +142,7 @@ run_host() {
       summary+=("mutant $n: SURVIVED")
     else
       printf '   caught by %s\n' "${caught[@]}"
-      summary+=("mutant $n: caught by ${#caught[@]}")
+      summary+=("mutant $n: caught by ${#caught[@]}: $(printf '%s\n' "${caught[@]}" | sed 's/ (.*//' | paste -sd' ')")
     fi
   done
   echo "mutants: $total run, $((total - survived)) caught, $survived survived"
