@@ -13,29 +13,29 @@
 #include "cache/cache.h"
 #include "cache/cuda_state.h"
 #include "cache/maint_kernels.h"
+#include "common/carve.h"
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/fault.h"
 
-static uint64_t align16(uint64_t x) { return (x + 15u) & ~15ull; }
-
 /* Byte offsets in the input block (io) and in the fixed state. In io, top to
- * count are contiguous: the status each round downloads. */
+ * count are contiguous: the status each round downloads. (A piece aligned to
+ * 1 follows the one before it directly.) */
 typedef struct io_layout {
   uint64_t top, granted, wanted, count, fill_n, evict, skip, fill, total;
 } io_layout;
 
 static void io_layout_of(uint32_t n_cls, uint32_t n_tables, uint64_t fill_cap, io_layout *l) {
-  uint64_t o = FL_ROUND_ARGS_BYTES;
-  l->top = o, o += 8ull * n_cls;
-  l->granted = o, o += 8ull * n_cls;
-  l->wanted = o, o += 8ull * n_cls;
-  l->count = o, o += 8ull * FL_ROUND_COUNTS;
-  l->fill_n = o, o += 8ull * n_cls;
-  l->evict = o, o = align16(o + sizeof(fl_evict_in));
-  l->skip = o, o = align16(o + n_tables);
-  l->fill = o, o += 8ull * fill_cap;
-  l->total = align16(o);
+  fl_carve io = {FL_ROUND_ARGS_BYTES};
+  l->top = fl_carve_add(&io, 8ull * n_cls, 1);
+  l->granted = fl_carve_add(&io, 8ull * n_cls, 1);
+  l->wanted = fl_carve_add(&io, 8ull * n_cls, 1);
+  l->count = fl_carve_add(&io, 8ull * FL_ROUND_COUNTS, 1);
+  l->fill_n = fl_carve_add(&io, 8ull * n_cls, 1);
+  l->evict = fl_carve_add(&io, sizeof(fl_evict_in), 1);
+  l->skip = fl_carve_add(&io, n_tables, 16);
+  l->fill = fl_carve_add(&io, 8ull * fill_cap, 16);
+  l->total = fl_carve_size(&io, 16);
 }
 
 static uint64_t status_bytes(uint32_t n_cls) { return 8ull * (3ull * n_cls + FL_ROUND_COUNTS); }
@@ -101,14 +101,19 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   /* The fixed state: ret_n, cand, base, res, ret, the eviction's histogram
    * and pick. */
-  uint64_t o_cand = 4ull * n, o_base = align16(o_cand + 4ull * n * FL_ADMIT_BUCKETS);
-  uint64_t o_res = align16(o_base + 4ull * n * FL_ADMIT_BUCKETS), o_ret = o_res + 8ull * n;
-  uint64_t o_hist = align16(o_ret + 8ull * n), o_pick = o_hist + 8ull * FL_AGE_BUCKETS;
-  uint64_t fixed = align16(o_pick + 8ull * 3);
+  fl_carve fx = {0};
+  uint64_t o_ret_n = fl_carve_add(&fx, 4ull * n, 1);
+  uint64_t o_cand = fl_carve_add(&fx, 4ull * n * FL_ADMIT_BUCKETS, 1);
+  uint64_t o_base = fl_carve_add(&fx, 4ull * n * FL_ADMIT_BUCKETS, 16);
+  uint64_t o_res = fl_carve_add(&fx, 8ull * n, 16);
+  uint64_t o_ret = fl_carve_add(&fx, 8ull * n, 1);
+  uint64_t o_hist = fl_carve_add(&fx, 8ull * FL_AGE_BUCKETS, 16);
+  uint64_t o_pick = fl_carve_add(&fx, 8ull * 3, 1);
+  uint64_t fixed = fl_carve_size(&fx, 16);
   FL_CUDA_TRY(NULL, cudaMalloc(&r->fixed_d, fixed ? fixed : 16));
   FL_CUDA_TRY(NULL, cudaMemset(r->fixed_d, 0, fixed ? fixed : 16));
   uint8_t *f = r->fixed_d;
-  r->dev.ret_n = (uint32_t *)f;
+  r->dev.ret_n = (uint32_t *)(f + o_ret_n);
   r->dev.cand = (uint32_t *)(f + o_cand);
   r->dev.base = (uint32_t *)(f + o_base);
   r->dev.res = (uint64_t **)(f + o_res);

@@ -9,6 +9,7 @@
 
 #include "cache/admission.h"
 #include "cache/admit_round.h"
+#include "common/align.h"
 #include "common/courier.h"
 #include "common/mutant.h"
 #include "common/error.h"
@@ -69,8 +70,6 @@ static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
   return FL_OK;
 }
 
-static uint32_t round16(uint32_t x) { return (x + 15u) & ~15u; }
-
 /* Bytes of index per slot: key, location, version, timestamp. */
 static uint64_t slot_bytes(uint32_t key_bits) { return FL_INDEX_SLOT_BYTES(key_bits); }
 
@@ -84,7 +83,7 @@ static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double m
   uint64_t ib = slot_bytes(c->cfg.key_bits);
   double per_slot = c->cfg.max_load * mean_slot + (double)ib;
   uint64_t slots = (uint64_t)((double)budget / per_slot) + 1;
-  uint64_t index_bytes = (slots * ib + 255u) & ~255ull;
+  uint64_t index_bytes = fl_align_up(slots * ib, 256);
   if (index_bytes + max_slot > budget)
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
                    "config.budget_bytes too small: part %u gets %llu bytes, less than its index "
@@ -107,7 +106,7 @@ static void split_per_table(fl_cache *c, uint64_t *share) {
   double left = (double)c->cfg.budget_bytes;
   for (uint32_t t = 0; t < c->n_tables; t++) {
     const fl_table_desc *d = fl_store_desc(c->store, t);
-    uint32_t s = round16(c->tables[t].vec_bytes);
+    uint32_t s = (uint32_t)fl_align_up(c->tables[t].vec_bytes, 16);
     need[t] = (double)d->corpus_size * (s + ib / c->cfg.max_load) + 512.0 + 2.0 * s;
     share[t] = 512u + 2u * s;
     left -= (double)share[t];
@@ -158,7 +157,7 @@ static fl_status alloc_parts(fl_cache *c) {
     double rows = 0, bytes = 0;
     for (uint32_t t = 0; t < c->n_tables; t++) {
       if (c->tables[t].part != part) continue;
-      uint32_t s = round16(c->tables[t].vec_bytes);
+      uint32_t s = (uint32_t)fl_align_up(c->tables[t].vec_bytes, 16);
       uint32_t k = 0;
       while (k < n_cls && sizes[k] != s) k++;
       if (k == n_cls) sizes[n_cls++] = s;

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
+#include "common/align.h"
 #include "dram_store/file_io.h"
 #include "dram_store/pairs.h"
 
@@ -218,7 +219,7 @@ static size_t fl_npy_make_header(const fl_table *t, uint64_t rows, int vectors, 
                   : snprintf(dict, sizeof dict,
                              "{'descr': '<i8', 'fortran_order': False, 'shape': (%llu,), }",
                              (unsigned long long)rows);
-  size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64, len = total - 10;
+  size_t total = fl_align_up(10 + (size_t)n + 1, 64), len = total - 10;
   memcpy(buf, "\x93NUMPY\x01\x00", 8);
   buf[8] = (char)(len & 0xff);
   buf[9] = (char)(len >> 8);

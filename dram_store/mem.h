@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "common/align.h"
+
 typedef struct fl_mem {
   unsigned arena; /* jemalloc arena index from "arenas.create" */
 } fl_mem;
@@ -24,7 +26,7 @@ void fl_mem_fini(fl_mem *m);
 
 /* The bytes an FL_MEM_PAGES block of `bytes` takes: whole pages. */
 static inline size_t fl_mem_round_pages(size_t bytes) {
-  return (bytes + FL_MEM_PAGE_BYTES - 1) & ~(FL_MEM_PAGE_BYTES - 1);
+  return fl_align_up(bytes, FL_MEM_PAGE_BYTES);
 }
 
 /* `bytes` from the arena (flags: FL_MEM_*); NULL on failure or bytes == 0. */

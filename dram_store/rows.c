@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "common/align.h"
 #include "dram_store/hash_index.h"
 
 /* Target chunk size: one huge page. */
@@ -11,7 +12,7 @@
 void fl_rows_init(fl_rows *p, size_t row_bytes) {
   memset(p, 0, sizeof *p);
   p->row_bytes = row_bytes;
-  p->stride = sizeof(fl_row_head) + ((row_bytes + 7) & ~(size_t)7);
+  p->stride = sizeof(fl_row_head) + fl_align_up(row_bytes, 8);
   p->chunk_bits = 0;
   while (((size_t)2 << p->chunk_bits) * p->stride <= FL_ROWS_CHUNK_BYTES) p->chunk_bits++;
   atomic_init(&p->dir, NULL);

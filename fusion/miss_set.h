@@ -21,6 +21,7 @@
 #ifndef FL_FUSION_MISS_SET_H
 #define FL_FUSION_MISS_SET_H
 
+#include "common/align.h"
 #include "common/atomic.h"
 #include "common/mutant.h"
 #include "encoding/flat_key.h"
@@ -90,7 +91,7 @@ FL_HD uint64_t fl_miss_row(uint64_t r, uint32_t n, uint32_t n_miss, uint32_t n_p
 /* Staging bytes of an arg's u unique rows of vec_bytes: args start 16-byte
  * aligned (fl_misses_layout, and the zero-copy kernel's copy of it). */
 FL_HD uint64_t fl_miss_stage_bytes(uint32_t u, uint32_t vec_bytes) {
-  return ((uint64_t)u * vec_bytes + 15u) & ~15ull;
+  return fl_align_up((uint64_t)u * vec_bytes, 16);
 }
 
 /* Resolves a uid: its arg, its staging row, whether it is a pointer row.

@@ -30,6 +30,7 @@
 
 #include "cache/admission.h"
 #include "cache/cuda_state.h"
+#include "common/carve.h"
 #include "common/clock.h"
 #include "common/courier.h"
 #include "common/cuda_check.h"
@@ -38,8 +39,6 @@
 #include "fusion/admit_kernels.h"
 #include "fusion/query.h"
 #include "fusion/query_kernels.h"
-
-static uint64_t align256(uint64_t x) { return (x + 255u) & ~255ull; }
 
 /* Byte layout of one part batch's scratch. The header has the same offsets
  * on device and host; the rest differs. */
@@ -53,42 +52,44 @@ typedef struct layout {
   uint64_t counter_bytes; /* 16 + the per-arg counters */
 } layout;
 
+/* Every piece of the scratch starts 256-byte aligned. */
 static void plan_layout(const fl_part_batch *b, uint64_t host_ids, uint64_t out_bytes, layout *l) {
-  uint64_t o = 0, n = b->n_keys, na = b->n_args, sets = fl_miss_set_slots(n, b->n_args);
-  l->args = o, o = align256(o + na * sizeof(fl_batch_arg));
-  l->scan_index = o, o = align256(o + (na + 1) * 8);
-  l->scan_copy = o, o = align256(o + (na + 1) * 8);
-  l->offsets = o, o = align256(o + na * 8);
-  l->codes = o, o = align256(o + b->c->n_tables * sizeof(fl_code));
-  l->table_cls = o, o = align256(o + b->c->n_tables * 4);
-  l->zc = o, o = align256(o + b->c->n_tables * sizeof(fl_zc_table));
+  uint64_t n = b->n_keys, na = b->n_args, sets = fl_miss_set_slots(n, b->n_args);
+  fl_carve d = {0};
+  l->args = fl_carve_add(&d, na * sizeof(fl_batch_arg), 256);
+  l->scan_index = fl_carve_add(&d, (na + 1) * 8, 256);
+  l->scan_copy = fl_carve_add(&d, (na + 1) * 8, 256);
+  l->offsets = fl_carve_add(&d, na * 8, 256);
+  l->codes = fl_carve_add(&d, b->c->n_tables * sizeof(fl_code), 256);
+  l->table_cls = fl_carve_add(&d, b->c->n_tables * 4, 256);
+  l->zc = fl_carve_add(&d, b->c->n_tables * sizeof(fl_zc_table), 256);
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
-  l->counters = o, o = align256(o + l->counter_bytes); /* start values come with the header */
+  l->counters = fl_carve_add(&d, l->counter_bytes, 256); /* start values come with the header */
   /* the batch counter, the index kernel's finished blocks, the gate's ticket */
-  l->run = o, o = align256(o + 12);
-  l->ids = o, o = align256(o + host_ids * 8);
-  l->header_end = o;
-  uint64_t upload = align256(na * 8) + n * ((b->max_row + 15) & ~15ull) + 16 * na;
-  l->locs = o, o = align256(o + n * 8);
-  l->miss_pos = o, o = align256(o + n * 4);
-  l->miss_slot = o, o = align256(o + n * 4);
-  l->set_ids = o, o = align256(o + sets * 8);
-  l->set_count = o, o = align256(o + sets * 4);
-  l->set_uid = o, o = align256(o + sets * 4);
-  l->uniq_slot = o, o = align256(o + n * 4);
-  l->choice = o, o = align256(o + n * 4);
-  l->gate = o, o = align256(o + 4); /* the gate's verdict (fl_gate.open) */
-  l->upload = o, o = align256(o + upload);
-  l->out = o, o = align256(o + out_bytes);
-  l->total = o;
-  o = l->header_end;
-  l->h_counters = o, o = align256(o + l->counter_bytes);
-  l->h_flag = o, o = align256(o + 4);
-  l->h_gate = o, o = align256(o + sizeof(fl_gate_bad)); /* raised word, out-of-range id */
-  l->h_uniq_ids = o, o = align256(o + n * 8);
-  l->h_uniq_refs = o, o = align256(o + n * 8);
-  l->h_upload = o, o = align256(o + upload);
-  l->host_total = o;
+  l->run = fl_carve_add(&d, 12, 256);
+  l->ids = fl_carve_add(&d, host_ids * 8, 256);
+  l->header_end = fl_carve_size(&d, 256);
+  uint64_t upload = fl_align_up(na * 8, 256) + n * fl_align_up(b->max_row, 16) + 16 * na;
+  l->locs = fl_carve_add(&d, n * 8, 256);
+  l->miss_pos = fl_carve_add(&d, n * 4, 256);
+  l->miss_slot = fl_carve_add(&d, n * 4, 256);
+  l->set_ids = fl_carve_add(&d, sets * 8, 256);
+  l->set_count = fl_carve_add(&d, sets * 4, 256);
+  l->set_uid = fl_carve_add(&d, sets * 4, 256);
+  l->uniq_slot = fl_carve_add(&d, n * 4, 256);
+  l->choice = fl_carve_add(&d, n * 4, 256);
+  l->gate = fl_carve_add(&d, 4, 256); /* the gate's verdict (fl_gate.open) */
+  l->upload = fl_carve_add(&d, upload, 256);
+  l->out = fl_carve_add(&d, out_bytes, 256);
+  l->total = fl_carve_size(&d, 256);
+  fl_carve h = {l->header_end};
+  l->h_counters = fl_carve_add(&h, l->counter_bytes, 256);
+  l->h_flag = fl_carve_add(&h, 4, 256);
+  l->h_gate = fl_carve_add(&h, sizeof(fl_gate_bad), 256); /* raised word, out-of-range id */
+  l->h_uniq_ids = fl_carve_add(&h, n * 8, 256);
+  l->h_uniq_refs = fl_carve_add(&h, n * 8, 256);
+  l->h_upload = fl_carve_add(&h, upload, 256);
+  l->host_total = fl_carve_size(&h, 256);
 }
 
 /* Where a caller pointer can be used from the device: its device address, or
@@ -109,8 +110,6 @@ void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_q
     views[i].out = queries[i].n ? (uint8_t *)device_view(queries[i].out) : NULL;
   }
 }
-
-static uint64_t round32(uint64_t x) { return (x + 31u) & ~31ull; }
 
 /* How long the gather's threads spin when woken ahead (fl_workers_wake): the
  * index kernel of a large batch, with room. Only after a batch the host
@@ -188,7 +187,7 @@ static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, c
   *host_rows = fl_zc_host_rows(zc_rows, rows, cs->zc_limit);
   *in_place_out = in_place != NULL;
   if (in_place) {
-    const uint64_t head = align256(b->n_args * 8ull);
+    const uint64_t head = fl_align_up(b->n_args * 8ull, 256);
     int e = zc_launched ? 0
                         : fl_launch_zero_copy((const fl_batch_arg *)(D + l->args), b->n_args, *m,
                                               (const fl_zc_table *)(D + l->zc), cs->zc_limit,
@@ -200,7 +199,7 @@ static fl_status host_misses(fl_part_batch *b, const layout *l, fl_scratch *x, c
     atomic_fetch_add(&c->zero_copy_rows, zc_rows);
   }
   uint64_t *stage_base = (uint64_t *)(H + l->h_upload);
-  uint8_t *staging = H + l->h_upload + align256(b->n_args * 8ull);
+  uint8_t *staging = H + l->h_upload + fl_align_up(b->n_args * 8ull, 256);
   fl_misses_layout(b, per_arg, stage_base);
   if (up) up->in_place = in_place;
   atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
@@ -220,7 +219,7 @@ static fl_status scatter_misses(fl_part_batch *b, const layout *l, fl_scratch *x
                                 const fl_miss_out *m, uint64_t n_miss) {
   cudaStream_t stream = (cudaStream_t)b->stream;
   uint8_t *D = x->dev;
-  uint64_t head = align256(b->n_args * 8ull);
+  uint64_t head = fl_align_up(b->n_args * 8ull, 256);
   int e = fl_launch_scatter((const fl_batch_arg *)(D + l->args), (const uint64_t *)(D + l->offsets),
                           b->n_args, *m, (const uint64_t *)(D + l->upload), D + l->upload + head,
                           n_miss, stream);
@@ -278,7 +277,7 @@ static fl_status round_launch(const round_job *j) {
       .n_keys = j->n_keys,
       .m = j->m,
       .stage_base = (const uint64_t *)(D + l->upload),
-      .staging = D + l->upload + align256(j->n_args * 8ull),
+      .staging = D + l->upload + fl_align_up(j->n_args * 8ull, 256),
       .choice = (uint32_t *)(D + l->choice),
       .seed = c->cfg.seed,
       .threshold = c->admit_threshold,
@@ -466,16 +465,17 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
     free(host_out);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  uint64_t host_ids = 0, out_bytes = 0;
+  uint64_t host_ids = 0;
+  fl_carve outs = {0}; /* the device buffers of outputs in unregistered memory */
   for (uint32_t a = 0; a < b->n_args; a++) {
     const fl_query_view *v = b->views ? &b->views[b->query_of[a]] : NULL;
     dargs[a] = b->args[a];
     dargs[a].ids = v ? v->ids : device_view(b->args[a].ids);
     if (!dargs[a].ids) host_ids += b->args[a].n;
     dargs[a].out = v ? v->out : (uint8_t *)device_view(b->args[a].out);
-    if (!dargs[a].out) out_bytes = align256(out_bytes + (uint64_t)b->args[a].n * b->args[a].vec_bytes);
+    if (!dargs[a].out) fl_carve_add(&outs, (uint64_t)b->args[a].n * b->args[a].vec_bytes, 256);
   }
-  plan_layout(b, host_ids, out_bytes, l);
+  plan_layout(b, host_ids, fl_carve_size(&outs, 256), l);
   fl_scratch *x;
   fl_status st = fl_cuda_scratch_acquire(c, l->total, l->host_total, b->part, &x);
   if (st != FL_OK) {
@@ -486,7 +486,8 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
   uint8_t *D = x->dev, *H = x->host;
   uint64_t *scan_i = (uint64_t *)(H + l->scan_index), *scan_c = (uint64_t *)(H + l->scan_copy);
   uint64_t *offsets = (uint64_t *)(H + l->offsets);
-  uint64_t ids_at = 0, out_at = 0;
+  uint64_t ids_at = 0;
+  fl_carve out_at = {0}; /* placed as outs was sized */
   scan_i[0] = scan_c[0] = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     fl_batch_arg *d = &dargs[a];
@@ -496,14 +497,13 @@ static fl_status build_header(fl_part_batch *b, fl_batch_arg **dargs_out, uint8_
     }
     if (!d->out) {
       host_out[a] = b->args[a].out;
-      d->out = D + l->out + out_at;
-      out_at = align256(out_at + (uint64_t)d->n * d->vec_bytes);
+      d->out = D + l->out + fl_carve_add(&out_at, (uint64_t)d->n * d->vec_bytes, 256);
     }
     d->width = fl_batch_width(d->vec_bytes, (uint64_t)(uintptr_t)d->out);
     d->lanes = d->vec_bytes / d->width;
     offsets[a] = d->key_offset;
-    scan_i[a + 1] = scan_i[a] + round32(d->n);
-    scan_c[a + 1] = scan_c[a] + round32((uint64_t)d->n * d->lanes);
+    scan_i[a + 1] = scan_i[a] + fl_align_up(d->n, 32);
+    scan_c[a + 1] = scan_c[a] + fl_align_up((uint64_t)d->n * d->lanes, 32);
   }
   memcpy(H + l->args, dargs, b->n_args * sizeof *dargs);
   for (uint32_t t = 0; t < c->n_tables; t++) {
@@ -549,7 +549,7 @@ static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, 
   if (!e && prof) e = (int)cudaEventRecord(prof[2], stream);
   const fl_zc_table *zc = (const fl_zc_table *)(D + l->zc);
   const uint64_t *stage_base = (const uint64_t *)(D + l->upload);
-  const uint8_t *staging = D + l->upload + align256(b->n_args * 8ull);
+  const uint8_t *staging = D + l->upload + fl_align_up(b->n_args * 8ull, 256);
   if (!e && zc_limit)
     e = fl_launch_zero_copy(A, b->n_args, *m, zc, zc_limit, b->c->cuda->zc_seq,
                             (uint64_t *)stage_base, (uint8_t *)staging, to);
@@ -558,7 +558,8 @@ static int launch_index_phase(fl_part_batch *b, const layout *l, fl_scratch *x, 
                                    zc_limit, stage_base, staging, to);
   fl_gate g = {(const uint32_t *)(H + l->h_gate), (fl_gate_bad *)(H + l->h_gate),
                (const uint32_t *)(D + l->run) + 2, (uint32_t *)(D + l->gate),
-               (const uint64_t *)(H + l->h_upload), H + l->h_upload + align256(b->n_args * 8ull)};
+               (const uint64_t *)(H + l->h_upload),
+               H + l->h_upload + fl_align_up(b->n_args * 8ull, 256)};
   if (!e && gated)
     e = fl_launch_gated_scatter(A, (const uint64_t *)(D + l->offsets), b->n_args, *m, zc,
                                 zc_limit, g, (uint64_t *)stage_base, (uint8_t *)staging, to);
@@ -987,7 +988,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (n_miss) {
     /* Upload block: the args' staging offsets, then their rows. This
      * thread watches the store's threads gather and uploads as they go. */
-    upload_job up = {b, D + l.upload, H + l.h_upload, align256(b->n_args * 8ull), NULL,
+    upload_job up = {b, D + l.upload, H + l.h_upload, fl_align_up(b->n_args * 8ull, 256), NULL,
                      (const uint64_t *)(H + l.h_upload), per_arg};
     int zc_graph = graph && pl->zc_graph, in_place = 0;
     uint64_t host_rows = 0;
