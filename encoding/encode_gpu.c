@@ -4,6 +4,7 @@
  * stream. */
 #include <cuda_runtime_api.h>
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "common/cuda_check.h"
 #include "common/error.h"
@@ -50,5 +51,11 @@ done:
   cudaFree(d_keys);
   cudaFree(d_bad);
   if (stream) cudaStreamDestroy(stream);
+  if (st == FL_ERR_CUDA) {
+    /* The call's message, prefixed with the call and table it served. */
+    char why[512];
+    snprintf(why, sizeof why, "%s", fl_error_get(e));
+    st = fl_fail(e, FL_ERR_CUDA, "fl_encoding_encode: table %u: %s", table, why);
+  }
   return st;
 }

@@ -80,6 +80,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/half.h"
 #include "common/hash.h"
 #include "include/fleche.h"
@@ -364,12 +365,6 @@ static uint64_t skewed(uint64_t *rng, uint64_t corpus) {
   return (uint64_t)(u * u * u * (double)corpus);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Counts a failed call as a violation; describes the first few. */
 static void call_failed(stress *s, const char *call, const char *status, const char *msg) {
   atomic_fetch_add(&s->errors, 1);
@@ -514,10 +509,10 @@ static void maintain(writer *w, uint64_t tick) {
 static void *writer_main(void *arg) {
   writer *w = arg;
   stress *s = w->s;
-  double next_maint = now_s() + MAINT_PERIOD_S;
+  double next_maint = fl_now_s() + MAINT_PERIOD_S;
   for (uint64_t tick = 0; !atomic_load(&s->stop);) {
     write_table(w, &s->tables[next(&w->rng) % s->n_tables]);
-    if (w->index == 0 && now_s() >= next_maint) {
+    if (w->index == 0 && fl_now_s() >= next_maint) {
       maintain(w, tick++);
       next_maint += MAINT_PERIOD_S;
     }
@@ -963,7 +958,7 @@ static void sleep_s(double seconds) {
 static int run(stress *s, reader *readers, writer *writers, double *seconds) {
   uint32_t nr = 0, nw = 0;
   int ok = 1;
-  double t0 = now_s();
+  double t0 = fl_now_s();
   /* nr and nw count the threads started, to be joined. */
   for (; ok && nr < s->o.readers; nr += ok)
     ok = pthread_create(&readers[nr].thread, NULL, reader_main, &readers[nr]) == 0;
@@ -974,7 +969,7 @@ static int run(stress *s, reader *readers, writer *writers, double *seconds) {
   atomic_store(&s->stop, 1);
   for (uint32_t i = 0; i < nr; i++) pthread_join(readers[i].thread, NULL);
   for (uint32_t i = 0; i < nw; i++) pthread_join(writers[i].thread, NULL);
-  *seconds = now_s() - t0;
+  *seconds = fl_now_s() - t0;
   return ok;
 }
 
