@@ -417,9 +417,9 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   /* A class with no slot and no page. In a part of one class the round
    * admits what its slots allow and evicts as a starved pool must; its
    * slabs serve the rounds after the next. A class among several needs
-   * whole pages, which only a prompt eviction frees (the host's, now: its
+   * whole pages, which only a prompt eviction frees: the host's, whose
    * slabs are back in the pool a round earlier, and compaction empties
-   * pages); with the round's eviction, admission dwindled in
+   * pages. With the round's eviction instead, admission dwindles in
    * ChurnRecyclesEverySlab under memcheck's slow timing. */
   if (st == FL_OK && starved) {
     atomic_fetch_add(&c->rounds_starved, 1);

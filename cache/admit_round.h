@@ -12,8 +12,8 @@
  * reservoir tops, new slots, skip flags) as one block, the kernels, which
  * read their arguments from that block, and the status download. Launching
  * it takes four calls (wait for the batch, the graph, two events) where
- * separate launches took a dozen, about 10 us each on the courier while
- * queries run.
+ * separate launches would take a dozen, about 10 us each on the courier
+ * while queries run.
  *
  * Reservoirs: one device-resident free list of slab slots per class, filled
  * from the pool (pool.h, the single owner of slab memory) with as many slots
@@ -35,7 +35,7 @@
  * settles (fl_reclaim_mark), not slab by slab. Once no query can read them
  * (fl_reclaim_horizon), a later prepare releases them: in a part of one
  * slab class, straight onto the reservoir by that round's first kernel, so
- * the host never touches them (an eviction burst of 235,000 slabs cost the
+ * the host never touches them (an eviction burst of 235,000 slabs costs the
  * host 2-5 ms one by one); in a part of several classes, back to the pool
  * one by one, so that memory can move to another class.
  *

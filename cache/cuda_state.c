@@ -236,7 +236,7 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
 /* Pending sets beyond which a query waits for one rather than make another:
  * a new set costs tens of milliseconds of pinned and device allocation at
  * a large shape, a pending one frees when its admission round ends (on the
- * H100, a replay batch that allocated a third set took 35-53 ms). */
+ * H100, a replay batch that allocates a third set takes 35-53 ms). */
 #define FL_SCRATCH_PENDING_MAX 2
 
 fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,

@@ -117,8 +117,8 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   /* Use: vectors live or awaiting reclamation; free slots on the CUDA
    * reservoirs are not, nor slabs a round evicted that wait in limbo to be
    * reused (counted at the part's average slot): they are freed already,
-   * and counting them asked the next rounds to evict again (a second
-   * burst of 190,000 entries seen in the default replay). */
+   * and counting them would ask the next rounds to evict again (in the
+   * default replay, a second burst of 190,000 entries). */
   double used = (double)(p->pool.used_bytes - p->reserved_bytes);
   uint64_t limbo = p->round ? fl_round_in_limbo(p->round) : 0;
   used -= used * (double)limbo / (double)(p->entries + limbo ? p->entries + limbo : 1);

@@ -39,8 +39,8 @@ int fl_pool_init(fl_pool *p, uint64_t base, uint64_t bytes, const uint32_t *slot
     fl_slab_class *c = &p->classes[i];
     c->slot_bytes = slot_bytes[i];
     /* Room for every slot the class could ever hold, reserved now: pages
-     * are committed as the stack first reaches them. Growing it later meant
-     * a realloc of megabytes inside an admission round (44-51 ms seen on
+     * are committed as the stack first reaches them. Growing it later would
+     * mean a realloc of megabytes inside an admission round (44-51 ms on
      * the H100's VM). Where the address space is short, it grows as
      * needed instead (grow_class). */
     uint64_t most = p->page_bytes ? p->pages * (p->page_bytes / c->slot_bytes) : 0;
@@ -60,7 +60,7 @@ void fl_pool_destroy(fl_pool *p) {
 }
 
 /* The page of a slab address: a shift for the usual power-of-two pages (a
- * 64-bit division per slot cost more than the rest of an allocation), a
+ * 64-bit division per slot costs more than the rest of an allocation), a
  * division for a region smaller than one page. */
 static inline uint64_t page_of(const fl_pool *p, uint64_t addr) {
   uint64_t off = addr - p->base;

@@ -42,7 +42,7 @@ static uint32_t bucket_of(const fl_keyspace *ks, uint32_t table, uint64_t id) {
   return (uint32_t)(fl_hash2(table, id) % ks->buckets);
 }
 
-/* "NS{b}t:id" without printf, which cost as much as the rest of building a
+/* "NS{b}t:id" without printf, which costs as much as the rest of building a
  * fetch: at most 63 + 12 + 10 + 1 + 20 bytes, under FL_ROW_KEY_MAX. */
 size_t fl_row_key(const fl_keyspace *ks, uint32_t table, uint64_t id, char *out) {
   size_t n = strlen(ks->ns);

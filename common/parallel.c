@@ -5,8 +5,8 @@
  * a job spins on it for FL_WORKER_SPIN_NS, so back-to-back jobs start
  * without a system call; then it sleeps on a futex of `generation`, and the
  * caller wakes sleepers with one futex wake. No mutex is taken on either
- * side: with a condition variable, every woken worker had to take the pool's
- * mutex in turn, which cost more than a small gather itself. */
+ * side: with a condition variable, every woken worker would take the pool's
+ * mutex in turn, which costs more than a small gather itself. */
 #include "common/parallel.h"
 
 #include "common/clock.h"
@@ -23,8 +23,8 @@
 
 /* How long an idle worker spins before it sleeps: long enough for the next
  * job of the same call (a query's probe, copy and scatter), short enough not
- * to take cores from other pools of the process (200 us slowed the replay's
- * gathers: its trace generator's pool spun into them). */
+ * to take cores from other pools of the process (at 200 us the replay's
+ * gathers slow down: its trace generator's pool spins into them). */
 #define FL_WORKER_SPIN_NS 20000ull
 
 struct fl_workers {

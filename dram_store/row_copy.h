@@ -2,9 +2,10 @@
  * bound for a GPU (the pinned staging a query uploads, or reads in place)
  * are not read again by this CPU: streaming stores skip the read for
  * ownership of each output line and leave the cache to the rows being
- * read. On the H100 VM the replay's gathers took 12 to 22% less time so
- * (docs/PERFORMANCE.md, stop 26). Streaming stores are weakly ordered: a
- * gather fences them (fl_row_copy_fence) before it reports rows done. */
+ * read. On the H100 VM the replay's gathers take 12 to 22% less time so
+ * (docs/PERFORMANCE_LOG.md, "Streaming stores in the gather"). Streaming
+ * stores are weakly ordered: a gather fences them (fl_row_copy_fence)
+ * before it reports rows done. */
 #ifndef FL_DRAM_STORE_ROW_COPY_H
 #define FL_DRAM_STORE_ROW_COPY_H
 
