@@ -268,8 +268,8 @@ int main(int argc, char **argv) {
     snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m % 3], miss_pct, m < 3 ? "" : " host");
     fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 3 ? 1024 : 0);
     /* Never queried by this cache, a new one: each case starts from the
-     * tables' ends again (one count shared by the six ran out of ids above
-     * --reps 400; 1000 runs now). */
+     * tables' ends again (one count shared by the six cases would run out
+     * of ids above --reps 400). */
     cold_init(&cold, card, o.miss_per_table);
     res[n_res++] = measure(c, &small, names_m[m], m % 3, &cold, o.reps, s);
     fl_cache_destroy(c);

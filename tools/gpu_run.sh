@@ -68,8 +68,8 @@ if command -v compute-sanitizer >/dev/null; then
   done
 fi
 # The stress run on the CUDA backend: 20 s plain; 10 s each with six readers
-# and a large cache (more batches read in place: two launching readers, so
-# the first stress of launches found wrong rows) and in the per-table
+# and a large cache (more batches read in place, and two launching readers:
+# the setup in which wrong rows from launches show) and in the per-table
 # layout; then FL_STRESS_MEMCHECK_S seconds (default 60) under memcheck.
 echo "== stress --backend cuda"
 "$here/stress" --backend cuda --seconds 20 --json "$out/stress.json" >"$out/stress.log" 2>&1 || rc=1

@@ -7,7 +7,7 @@
 # history_size=7, the most TSan takes: each suppression names only the
 # intended racy access of its race, so when that access came first TSan must
 # restore its stack from the thread's history. With the default history the
-# stress run now and then reported a row seqlock race with only the writer's
+# stress run now and then reports a row seqlock race with only the writer's
 # stack, the reader's lost.
 for dir in "${TEST_SRCDIR:-}" "$0.runfiles"; do
   if [ -n "$dir" ] && [ -f "$dir/fleche/tools/tsan.supp" ]; then
