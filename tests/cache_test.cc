@@ -499,8 +499,8 @@ TEST_P(CacheTest, RoundsFailingAfterARecycleLoseNoSlab) {
 // over still answers right; fl_cache_sync reports the failure once, naming
 // the round and the step; the slots go back (memcheck would see later rounds
 // write through reservoir entries the device never got); and later rounds
-// admit again. Before, each round's prepare reported its predecessor's
-// failure as its own, so admission stopped until a sync took it.
+// admit again. Fails when a round's prepare reports its predecessor's
+// failure as its own: admission would then stop until a sync took it.
 TEST_P(CacheTest, FailedRoundIsReportedOnceAndAdmissionGoesOn) {
   if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "admission rounds are CUDA's";
   struct Case {
@@ -1113,8 +1113,8 @@ TEST_P(CacheTest, ZeroCopyReadsFewDenseMissesInPlace) {
 // its own. Each call below gets such an error first: queries with misses
 // (their scatter kernel), an upsert that invalidates cached rows (the erase
 // kernel) and a clear (the index reset). Each must succeed and the answers
-// stay the store's. (Library launches checked with cudaGetLastError() after
-// <<<>>> failed here with "out of memory".)
+// stay the store's. (Fails when a library launch is checked with
+// cudaGetLastError() after <<<>>>: it takes the caller's "out of memory".)
 TEST_P(CacheTest, AnEarlierFailedCudaCallFailsNoLibraryCall) {
   if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "CUDA only";
   fl::Cache c = MakeCache(Config(8 << 20, 1.0));
@@ -1288,9 +1288,9 @@ TEST_P(CacheTest, PreparedQueryWithoutItsGraphsAnswersByLaunches) {
 
 // Launched runs whose dense misses are read in place while some of them
 // hit unified-index pointers: the host fetches those rows, and the graph's
-// scatter must take them from the host's staging. (It took every row of a
-// table read in place from the device staging, where nothing had written
-// its pointer rows: the stress run saw torn rows by the million.)
+// scatter must take them from the host's staging. (Fails when it takes
+// every row of a table read in place from the device staging, where
+// nothing writes its pointer rows: torn rows by the million.)
 TEST_P(CacheTest, PreparedLaunchReadsInPlaceBesidePointerRows) {
   PreparedAnswersLikeQuery(1024, tables_.size(), 0.5, true, false, 1000);
   PreparedAnswersLikeQuery(1024, 3, 0.5, true, false, 1000);
@@ -1300,10 +1300,10 @@ TEST_P(CacheTest, PreparedLaunchReadsInPlaceBesidePointerRows) {
 // driver while they wait for the whole device (cudaFree; a copy on the
 // legacy default stream, which waits for every blocking stream): such a
 // call waits for a launched run's gate, which the answerer raises with no
-// CUDA call of its own, so it only waits. (When the launching thread
-// recorded its events before handing the run to the answerer, its record
-// waited behind the other call and the gate was never raised: the stress
-// run hung within seconds.)
+// CUDA call of its own, so it only waits. (Fails, by hanging, when the
+// launching thread records its events before handing the run to the
+// answerer: its record waits behind the other call and the gate is never
+// raised.)
 TEST_P(CacheTest, LaunchedRunsGoOnWhileAnotherThreadWaitsForTheDevice) {
   if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "CUDA only";
   void *word = nullptr;

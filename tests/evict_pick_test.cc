@@ -64,8 +64,8 @@ TEST(AgeBucket, BatchesSinceLastUseClamped) {
 }
 
 // A scan reads the clock, then queries that began later touch entries with
-// newer timestamps. Those entries are the youngest, not the oldest (they
-// were evicted first when the age wrapped to 2^32 - 1).
+// newer timestamps. Those entries are the youngest, not the oldest (fails
+// when their age wraps to 2^32 - 1 and they are evicted first).
 TEST(AgeBucket, TouchedAfterTheScanReadTheClockIsYoungest) {
   EXPECT_EQ(fl_index_age_bucket(100, 101), 0u);
   EXPECT_EQ(fl_index_age_bucket(100, 164), 0u);

@@ -560,9 +560,9 @@ TEST(StoreTest, ConcurrentReadersSeeNoTornVectors) {
 // Gathers while a writer makes the hashed index rebuild over and over (it
 // grows, then rebuilds at the same size to sweep the tombstones of removed
 // ids): the ids that stay keep their rows. Under --config=tsan this checks
-// the publication of a rebuilt index to readers: fl_table_prefetch_index
-// loaded the index pointer relaxed and read the new index's mask with no
-// happens-before on the rebuild (a data race, found by //tools:stress).
+// the publication of a rebuilt index to readers: it fails when
+// fl_table_prefetch_index loads the index pointer relaxed and reads the new
+// index's mask with no happens-before on the rebuild (a data race).
 TEST(StoreTest, GathersDuringIndexRebuilds) {
   const uint32_t dim = 4;
   std::vector<fl_table_desc> d = {Desc("hashed", 16, dim, FL_FP32, FL_IDS_HASHED)};
@@ -770,8 +770,8 @@ TEST(StoreRefsTest, ReusedSlotIsDetected) {
 
 // The double reuse that an owner-only check cannot see: id x's slot goes to
 // ~x, which is then removed too. A stale reference to x must not read ~x's
-// old row as x's (before the live flag, a remove wrote owner = ~id, and ~~x
-// is x again).
+// old row as x's (fails when a remove marks the slot only by writing
+// owner = ~id, without the live flag: ~~x is x again).
 TEST(StoreRefsTest, DoubleReuseNeverReturnsAnotherIdsRow) {
   Store s = MakeStore({Desc("h", 16, 4, FL_FP32, FL_IDS_HASHED)});
   const uint64_t x = 0x1234, y = ~x;
@@ -1062,8 +1062,9 @@ void AppendFlstRecord(std::vector<unsigned char> *m, const std::string &name, ui
 }
 
 // Sizes in a header or metadata are checked against the file before anything
-// is allocated for them (found by fuzz/fuzz_model_flst.c): each of these used
-// to allocate gigabytes, or a store sized from a wrapped 64-bit length.
+// is allocated for them (fuzz/fuzz_model_flst.c explores the same): each of
+// these fails, unchecked, by allocating gigabytes or a store sized from a
+// wrapped 64-bit length.
 TEST(StoreFileTest, FlstHugeCountsAreFormatErrorsNotAllocations) {
   Store a = FilledMixed();
   std::string p = TmpPath("counts.flst"), bad = TmpPath("huge.flst");
@@ -1378,8 +1379,8 @@ TEST(StoreFileTest, NpyErrorsChangeNothing) {
 }
 
 // A NumPy header length is checked against the file before the header is
-// read into memory (found by fuzz/fuzz_model_npy.c: a v2 length field of
-// 4 GiB was allocated first).
+// read into memory (fuzz/fuzz_model_npy.c explores the same): fails when a
+// v2 length field of 4 GiB is allocated first.
 TEST(StoreFileTest, NpyHugeHeaderLengthIsAFormatError) {
   Store s = MakeStore({Desc("h", 10, 2, FL_FP32, FL_IDS_HASHED)});
   std::vector<unsigned char> f = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xf0, 0xff, 0xff, 0xff};
