@@ -318,13 +318,29 @@ TEST(Fltr, LayoutMatchesTheDocumentation) {
 
 TEST(Fltr, EveryTruncationIsCaughtWithItsOffset) {
   std::string body = ReadFile(SmallFltr("full.fltr"));
+  const size_t end_record = body.size() - kEnd;
+  ASSERT_EQ(end_record, kHeader + 3 * kBatch);
   for (size_t len = 0; len < body.size(); len++) {
     std::string p = WriteFile("cut.fltr", body.substr(0, len));
     std::string msg = ReadError(p, FL_TRACE_FLTR, FL_ERR_FORMAT);
-    EXPECT_NE(msg.find("offset"), std::string::npos) << len << ": " << msg;
-    if (len > kHeader) {
-      EXPECT_NE(msg.find("truncated"), std::string::npos) << len << ": " << msg;
-    }
+    // The place named: the header's fixed part (16 bytes) at 0, then where
+    // the header's tables ran out; after the header, the start of the
+    // record the cut fell in: at a record's start, the missing end record;
+    // inside its 4-byte tag, a batch (the reader cannot tell which record).
+    std::string want;
+    const size_t k = len < kHeader ? 0 : std::min<size_t>((len - kHeader) / kBatch, 3);
+    const std::string at = "offset " + std::to_string(kHeader + k * kBatch) + ": ";
+    if (len < 16)
+      want = "offset 0: truncated header";
+    else if (len < kHeader)
+      want = "offset " + std::to_string(len) + ": truncated header";
+    else if (len == kHeader + k * kBatch)
+      want = at + "truncated: no end record after batch " + std::to_string(k);
+    else if (k < 3 || len < end_record + 4)
+      want = at + "truncated batch " + std::to_string(k);
+    else
+      want = at + "truncated end record";
+    EXPECT_NE(msg.find(want), std::string::npos) << len << ": " << msg << " (want: " << want << ")";
   }
   std::string p = WriteFile("cut.fltr", body.substr(0, kHeader + kBatch + 30));
   EXPECT_NE(ReadError(p, FL_TRACE_FLTR, FL_ERR_FORMAT).find("offset 280: truncated batch 1"),
