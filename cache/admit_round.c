@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/admission.h"
+#include "cache/admit_coin.h"
+#include "cache/admit_kernels.h"
 #include "cache/cache.h"
 #include "cache/cuda_state.h"
 #include "cache/maint_kernels.h"
@@ -192,6 +193,16 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
                    cudaGetErrorString(e));
   }
   return apply_status(c, part);
+}
+
+fl_status fl_round_settle_all(fl_cache *c, int wait, int report) {
+  fl_status st = FL_OK;
+  for (uint32_t p = 0; p < c->n_parts; p++) {
+    fl_status s = fl_round_settle(c, p, wait);
+    if (s == FL_OK && report) s = fl_round_report(c, p);
+    if (st == FL_OK) st = s;
+  }
+  return st;
 }
 
 /* Applies a finished round's status (status_h) to the part's counts, and
@@ -445,8 +456,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
 
 /* Builds the round's graph: the input block's upload, the eviction, the
  * admission kernels, the status download. */
-static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernels,
-                             uint64_t keys) {
+static fl_status build_graph(fl_cache *c, uint32_t part, uint64_t keys) {
   fl_admit_round *r = c->parts[part].round;
   drop_graph(r);
   cudaGraph_t g = NULL;
@@ -459,7 +469,7 @@ static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernel
   if (e == cudaSuccess)
     e = (cudaError_t)fl_launch_round_evict(to, c->parts[part].index,
                                            (const fl_evict_in *)r->evict_in, r->evict);
-  if (e == cudaSuccess) e = (cudaError_t)kernels(to, r->io_d, r->dev, keys);
+  if (e == cudaSuccess) e = (cudaError_t)fl_admit_round_nodes(to, r->io_d, r->dev, keys);
   if (e == cudaSuccess)
     e = fl_launch_copy(to, r->status_h, r->dev.top, status_bytes(r->dev.n_classes),
                        cudaMemcpyDeviceToHost);
@@ -477,8 +487,7 @@ static fl_status build_graph(fl_cache *c, uint32_t part, fl_round_kernels kernel
 }
 
 fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t args_bytes,
-                          const uint8_t *skip, uint64_t n_keys, fl_round_kernels kernels,
-                          void *after, void *done) {
+                          const uint8_t *skip, uint64_t n_keys, void *after, void *done) {
   fl_admit_round *r = c->parts[part].round;
   io_layout l;
   io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
@@ -490,7 +499,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
      * build it again. */
     uint64_t keys = 4096;
     while (keys < n_keys) keys *= 2;
-    st = build_graph(c, part, kernels, keys);
+    st = build_graph(c, part, keys);
   }
   void *ev = NULL;
   if (st == FL_OK) st = fl_cuda_event_get(c, &ev);

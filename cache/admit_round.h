@@ -1,7 +1,7 @@
 /* admit_round.h: the CUDA backend's admission rounds, as the host sees them.
  *
  * A round admits one batch's unique misses on the maintenance stream
- * (fusion/admit_kernels.cu) while fl_query has already returned. The host
+ * (admit_kernels.cu) while fl_query has already returned. The host
  * does no work per miss: it prepares the round (settles the last one, makes
  * room, takes slots for the reservoirs from the pool, notes which tables
  * changed in the store since the batch's fetch) and reads its status once it
@@ -68,7 +68,7 @@ enum {
 };
 
 /* Bytes at the head of the input block for the kernels' arguments
- * (fl_admit_args, fusion/admit_kernels.h). */
+ * (fl_admit_args, admit_kernels.h). */
 #define FL_ROUND_ARGS_BYTES 512u
 
 /* The device state of a part's rounds, passed by value into the kernels
@@ -90,12 +90,6 @@ typedef struct fl_admit_dev {
   uint64_t **ret;            /* per class: slots to put back */
   uint32_t n_classes;
 } fl_admit_dev;
-
-/* Adds a round's kernels to `to` (the round's graph, built node by node:
- * common/launch_to.h), reading their arguments from args_d (device) and
- * sized for batches of up to keys_cap keys. Returns a cudaError_t. */
-typedef int (*fl_round_kernels)(fl_launch_to to, const void *args_d, fl_admit_dev d,
-                                uint64_t keys_cap);
 
 /* Limbo slabs [previous mark's end, end) were evicted in reclamation epoch
  * `epoch` (fl_reclaim_mark). */
@@ -159,13 +153,15 @@ fl_status fl_round_prepare(struct fl_cache *c, uint32_t part, const uint64_t *ne
 /* Launches the prepared round on the maintenance stream, after the event
  * `after`: its arguments (args_bytes of them, at most FL_ROUND_ARGS_BYTES)
  * and the tables it leaves out (n_tables skip flags: changed in the store
- * since the batch's fetch) go into the input block; kernels enqueues the
- * kernels when the graph is built, for batches of n_keys keys or more.
+ * since the batch's fetch) go into the input block; the graph, when built,
+ * is sized for batches of n_keys keys or more.
  * Records `done` (cudaEvent_t) after the round. On failure the round's new
  * slots go back to the pool. */
 fl_status fl_round_launch(struct fl_cache *c, uint32_t part, const void *args, size_t args_bytes,
-                          const uint8_t *skip, uint64_t n_keys, fl_round_kernels kernels,
-                          void *after, void *done);
+                          const uint8_t *skip, uint64_t n_keys, void *after, void *done);
+/* fl_round_settle on every part, then, with report, fl_round_report;
+ * returns the first failure. A no-op on the host backend. */
+fl_status fl_round_settle_all(struct fl_cache *c, int wait, int report);
 /* Keeps the failure of a round launched after its query returned, for the
  * next settle to report. */
 void fl_round_failed(struct fl_cache *c, uint32_t part, fl_status st, const char *msg);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/admission.h"
+#include "cache/admit_coin.h"
 #include "cache/admit_round.h"
 #include "common/align.h"
 #include "common/courier.h"
@@ -196,6 +196,16 @@ static fl_status clear_part(fl_cache *c, uint32_t p);
 /* Store change log: drop the changed keys so the cache never serves a stale
  * vector, and bump the table's generation so that a query which fetched the
  * old value before this change does not admit it afterwards. */
+void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
+  for (uint32_t t = 0; t < c->n_tables; t++)
+    gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
+}
+
+int fl_cache_stale(const fl_cache *c, const uint64_t *gen, uint32_t t) {
+  if (FL_MUTANT_ON(5)) return 0;
+  return c->generation[t] != gen[t];
+}
+
 static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size_t n) {
   fl_cache *c = ctx;
   if (FL_MUTANT_ON(2) && ids) return;
@@ -205,7 +215,7 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   __atomic_add_fetch(&c->generation[table], 1, __ATOMIC_RELEASE);
   /* Counts first: the erase below may remove entries a round just admitted.
    * (A failed round is reported to its query; the erase goes on.) */
-  fl_cache_settle(c, 1, 0);
+  fl_round_settle_all(c, 1, 0);
   if (!ids) {
     /* The whole table changed (a synthetic fill, a load): drop its part. */
     if (clear_part(c, ti->part) != FL_OK) fl_maint_index_reset(c, &c->parts[ti->part]);
@@ -380,7 +390,7 @@ fl_status fl_cache_clear(fl_cache *c) {
   rounds_launched(c); /* a round of a query that returned before the clear is cleared too */
   pthread_mutex_lock(&c->lock);
   /* An earlier round's failure is reported, and the clear goes on. */
-  fl_status st = fl_cache_settle(c, 1, 1), cleared = FL_OK;
+  fl_status st = fl_round_settle_all(c, 1, 1), cleared = FL_OK;
   for (uint32_t p = 0; p < c->n_parts && cleared == FL_OK; p++) cleared = clear_part(c, p);
   fl_cache_collect(c);
   pthread_mutex_unlock(&c->lock);
@@ -395,7 +405,7 @@ fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   /* Lowering the limit drops the coldest pointers now; raising it lets misses
    * leave pointers (and makes the vectors' share of the pool smaller at the
    * next admission). */
-  fl_status st = fl_cache_settle(c, 1, 1), trimmed = FL_OK;
+  fl_status st = fl_round_settle_all(c, 1, 1), trimmed = FL_OK;
   for (uint32_t p = 0; p < c->n_parts && trimmed == FL_OK; p++)
     trimmed = fl_cache_trim_unified(c, p);
   pthread_mutex_unlock(&c->lock);
@@ -439,7 +449,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->slabs_recycled = atomic_load(&m->slabs_recycled);
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
-  fl_cache_settle(m, 0, 0);
+  fl_round_settle_all(m, 0, 0);
   for (uint32_t p = 0; p < c->n_parts; p++) {
     out->pool_bytes_used += c->parts[p].pool.used_bytes - c->parts[p].reserved_bytes;
     out->pool_bytes += c->parts[p].pool.bytes;
@@ -457,7 +467,7 @@ fl_status fl_cache_sync(fl_cache *c) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_sync: cache is NULL");
   rounds_launched(c);
   pthread_mutex_lock(&c->lock);
-  fl_status st = fl_cache_settle(c, 1, 1);
+  fl_status st = fl_round_settle_all(c, 1, 1);
   pthread_mutex_unlock(&c->lock);
   return st;
 }

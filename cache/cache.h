@@ -115,6 +115,15 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs);
 
+/* --- store changes (cache.c) --- */
+/* Reads each table's generation into gen: before any row of the batch is
+ * read from the store (by the host's fetch, or in place by the GPU), so that
+ * admission can skip the tables changed since (fl_cache_stale). */
+void fl_cache_generations(const fl_cache *c, uint64_t *gen);
+/* 1 when table t changed in the store since gen was read: rows fetched
+ * before may be stale and must not be admitted. */
+int fl_cache_stale(const fl_cache *c, const uint64_t *gen, uint32_t t);
+
 /* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
 /* Frees reclaimable slabs, trims unified entries, then evicts down to the
  * low watermark if part p is above the high watermark, or `starved` (a
@@ -132,11 +141,6 @@ void fl_cache_collect(fl_cache *c);
 /* fl_reclaim_horizon of the cache's reclamation: slabs marked in an earlier
  * epoch are free to reuse. */
 uint64_t fl_cache_horizon(fl_cache *c);
-/* Applies finished CUDA admission rounds to the counts; wait = 1 waits for
- * the rounds in flight; report = 1 also reports rounds that could not be
- * launched (fl_round_report). Settles every part; returns the first
- * failure. A no-op on the host backend. */
-fl_status fl_cache_settle(fl_cache *c, int wait, int report);
 /* Part p's share of cfg.unified_entries. */
 uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part);
 /* Drops the coldest unified entries of part p above its share. */

@@ -31,7 +31,7 @@ typedef struct fl_scratch {
                          (maintenance stream) */
   int in_use;         /* taken by a running fl_query, or kept */
   int kept;           /* by a prepared query, for all its runs (under scratch_lock) */
-  /* A miss set (fusion/miss_set.h) in dev known to be empty: its address and
+  /* A miss set (batch/miss_set.h) in dev known to be empty: its address and
    * slots, so that the next query laying out its set at the same place and
    * size skips clearing it; clean_set NULL: none. (The set's offset in dev
    * moves with the header, host ids included: the batch shape alone does not

@@ -19,16 +19,6 @@ static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
   fl_pool_free(&c->parts[part].pool, loc);
 }
 
-fl_status fl_cache_settle(fl_cache *c, int wait, int report) {
-  fl_status st = FL_OK;
-  for (uint32_t p = 0; p < c->n_parts; p++) {
-    fl_status s = fl_round_settle(c, p, wait);
-    if (s == FL_OK && report) s = fl_round_report(c, p);
-    if (st == FL_OK) st = s;
-  }
-  return st;
-}
-
 void fl_cache_collect(fl_cache *c) {
   fl_reclaim_hooks h = {free_slab, fl_cuda_event_done, fl_cuda_event_release, c};
   if (fl_reclaim_collect(&c->reclaim, &h))

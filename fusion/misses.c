@@ -60,11 +60,6 @@ static void feed_rows(void *ctx, uint64_t rows) {
   f->cpu_ns += fl_thread_cpu_ns() - cpu0;
 }
 
-void fl_misses_generations(const fl_cache *c, uint64_t *gen) {
-  for (uint32_t t = 0; t < c->n_tables; t++)
-    gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
-}
-
 fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                           uint64_t *refs, int want_refs, uint8_t *staging,
                           const uint64_t *stage_base, const void *const *in_place,
@@ -144,29 +139,6 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
     if (st != FL_OK) return fl_fail(b->c, st, "%s", fl_store_last_error(b->c->store));
   }
   return FL_OK;
-}
-
-void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need) {
-  fl_cache *c = b->c;
-  double p = c->cfg.admit_probability;
-  for (uint32_t a = 0; a < b->n_args; a++) {
-    /* Coin winners among n rows: n p' on average, with p' the chance of a
-     * row missed twice (repeated rows win more often, admission.h); ask for
-     * 4 standard deviations more. An estimate: a round short of slots leaves
-     * its least frequent winners out. */
-    double pp = 1.0 - (1.0 - p) * (1.0 - p), n = uniques(per_arg, a), mean = n * pp;
-    double ask = p >= 1.0 ? n : mean + 4.0 * sqrt(mean * (1.0 - pp)) + 1.0;
-    need[c->tables[b->args[a].table].cls] += (uint64_t)ask;
-  }
-}
-
-int fl_misses_stale(const fl_cache *c, const uint64_t *gen, uint32_t t) {
-  if (FL_MUTANT_ON(5)) return 0;
-  return c->generation[t] != gen[t];
-}
-
-void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip) {
-  for (uint32_t t = 0; t < c->n_tables; t++) skip[t] = (uint8_t)fl_misses_stale(c, gen, t);
 }
 
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {

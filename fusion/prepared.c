@@ -15,7 +15,7 @@ struct fl_prepared {
   fl_table_query *queries; /* the caller's, copied */
   uint32_t n;
   fl_query_view *views;    /* CUDA: per query; host backend: NULL */
-  fl_cuda_plan *plan;      /* CUDA, one part batch: its kept scratch and graph; else NULL */
+  fl_plan *plan;      /* CUDA, one part batch: its kept scratch and graph; else NULL */
 };
 
 fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
@@ -31,7 +31,7 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
   if (p) p->queries = malloc(n * sizeof *p->queries);
   int one_batch = c->n_parts == 1 && n_queries <= FL_LAUNCH_MAX_QUERIES;
   if (p && cuda) p->views = malloc(n * sizeof *p->views);
-  if (p && cuda && one_batch) p->plan = fl_cuda_plan_create();
+  if (p && cuda && one_batch) p->plan = fl_plan_create();
   if (!p || !p->queries || (cuda && !p->views) || (cuda && one_batch && !p->plan)) {
     fl_prepared_destroy(p);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "fl_query_prepare: out of host memory");
@@ -48,7 +48,7 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
  * the answerer's. */
 static fl_status run(fl_prepared *p, void *stream, int async, const char *call) {
   if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "%s: prepared query is NULL", call);
-  if (p->plan) fl_cuda_plan_set_async(p->plan, async);
+  if (p->plan) fl_plan_set_async(p->plan, async);
   return fl_query_run(p->c, p->queries, p->n, stream, p->views, p->plan);
 }
 
@@ -60,12 +60,12 @@ fl_status fl_prepared_launch(fl_prepared *p, void *stream) {
 
 fl_status fl_prepared_wait(fl_prepared *p) {
   if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prepared_wait: prepared query is NULL");
-  return p->plan ? fl_cuda_plan_wait(p->c, p->plan) : FL_OK;
+  return p->plan ? fl_plan_wait(p->c, p->plan) : FL_OK;
 }
 
 void fl_prepared_destroy(fl_prepared *p) {
   if (!p) return;
-  fl_cuda_plan_destroy(p->c, p->plan);
+  fl_plan_destroy(p->c, p->plan);
   free(p->queries);
   free(p->views);
   free(p);

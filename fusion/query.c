@@ -64,7 +64,7 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
 }
 
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
-                       void *stream, const fl_query_view *views, fl_cuda_plan *plan) {
+                       void *stream, const fl_query_view *views, fl_plan *plan) {
   fl_status st = FL_OK;
   atomic_fetch_add(&c->queries, 1);
   fl_batch_arg *args = malloc((n_queries ? n_queries : 1) * sizeof *args);

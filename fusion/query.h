@@ -5,8 +5,8 @@
 #define FL_FUSION_QUERY_H
 
 #include "cache/cache.h"
-#include "fusion/batch.h"
-#include "fusion/miss_set.h"
+#include "batch/batch.h"
+#include "batch/miss_set.h"
 
 /* Where one query's buffers can be used from the device (CUDA): their
  * device addresses, or NULL for unregistered host memory. */
@@ -15,8 +15,8 @@ typedef struct fl_query_view {
   uint8_t *out;
 } fl_query_view;
 
-/* A prepared query's kept scratch and launch graph (query_cuda.c). */
-typedef struct fl_cuda_plan fl_cuda_plan;
+/* A prepared query's kept scratch and launch graph (plan.c). */
+typedef struct fl_plan fl_plan;
 
 /* One part's share of an fl_query call. */
 typedef struct fl_part_batch {
@@ -31,7 +31,7 @@ typedef struct fl_part_batch {
   void *stream;              /* caller's CUDA stream */
   const fl_query_view *views; /* CUDA, prepared queries: per caller's query (query_of),
                                  found once; NULL: found by this call */
-  fl_cuda_plan *plan;        /* CUDA, a prepared query of one part batch; else NULL */
+  fl_plan *plan;        /* CUDA, a prepared query of one part batch; else NULL */
 } fl_part_batch;
 
 /* The miss path's host side (misses.c). per_arg: FL_MISS_COUNTERS counters
@@ -45,10 +45,6 @@ typedef fl_status (*fl_staged_fn)(void *ctx, uint64_t begin, uint64_t end);
 /* Smallest stretch handed over before the end: an upload under ~256 KiB is
  * bound by its fixed cost (a few us), not by PCIe bandwidth. */
 #define FL_FETCH_UPLOAD_MIN (256u << 10)
-/* Reads each table's generation into gen: before any row of the batch is
- * read from the store (by the host's fetch, or in place by the GPU), so that
- * a round skips the tables changed since (fl_misses_skip). */
-void fl_misses_generations(const fl_cache *c, uint64_t *gen);
 /* Fetches the unique rows from the store into the staging (host memory):
  * misses by id, pointer rows through their references; in_place (optional,
  * per table): non-NULL when the table's misses are not the host's to fetch
@@ -67,35 +63,28 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
  * fetched by fl_misses_fetch), at their uids in refs. */
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                          uint64_t *refs, const void *const *in_place);
-/* Adds to need[cls] the reservoir slots a round may take per slab class. */
-void fl_misses_need(const fl_part_batch *b, const uint32_t *per_arg, uint64_t *need);
-/* 1 when table t changed in the store since gen was read: its fetched rows
- * may be stale and must not be admitted. */
-int fl_misses_stale(const fl_cache *c, const uint64_t *gen, uint32_t t);
-/* skip[t] = fl_misses_stale(c, gen, t) for every table. */
-void fl_misses_skip(const fl_cache *c, const uint64_t *gen, uint8_t *skip);
 
 /* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
 fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n);
 /* fl_query after the checks: views and plan as in fl_part_batch (the plan
  * serves a call of one part batch only; NULL: none). */
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
-                       void *stream, const fl_query_view *views, fl_cuda_plan *plan);
+                       void *stream, const fl_query_view *views, fl_plan *plan);
 /* Fills views[i] for queries[i] (CUDA caches). */
 void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_query_view *views);
 /* A plan for a prepared query (NULL on out of memory); its destruction gives
  * its scratch back to the cache. */
-fl_cuda_plan *fl_cuda_plan_create(void);
-void fl_cuda_plan_destroy(fl_cache *c, fl_cuda_plan *pl);
+fl_plan *fl_plan_create(void);
+void fl_plan_destroy(fl_cache *c, fl_plan *pl);
 /* Whether the plan's next runs are launches (fl_prepared_launch): they
  * replay the graph with the gate and leave their host half (the counters,
  * the gather, the gate, the round) to the cache's answerer, returning at
  * once. Runs without that graph (the first, one after a failure, outputs in
  * host memory) answer on the calling thread, as fl_prepared_run does. */
-void fl_cuda_plan_set_async(fl_cuda_plan *pl, int async);
+void fl_plan_set_async(fl_plan *pl, int async);
 /* Waits for the host half of the plan's last run; returns the failure of a
  * run not reported yet, once. */
-fl_status fl_cuda_plan_wait(fl_cache *c, fl_cuda_plan *pl);
+fl_status fl_plan_wait(fl_cache *c, fl_plan *pl);
 
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);

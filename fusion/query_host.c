@@ -1,12 +1,12 @@
-/* query_host.c: the host engine: the same probe, dedup, copy and admission
- * steps as the CUDA kernels, run by the cache's worker threads over host
- * memory with the same index.h / flat_key.h / batch.h / miss_set.h /
- * admission.h functions. Admission runs before the call returns (the host
- * has no second stream to overlap it with). */
+/* query_host.c: the host engine: the same probe, dedup and copy steps as
+ * the CUDA kernels, run by the cache's worker threads over host memory with
+ * the same index.h / flat_key.h / batch.h / miss_set.h functions. Admission
+ * (cache/admit.h) runs before the call returns (the host has no second
+ * stream to overlap it with). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/admission.h"
+#include "cache/admit.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "fusion/query.h"
@@ -93,92 +93,6 @@ static void scatter_range(void *arg, size_t begin, size_t end) {
   }
 }
 
-/* One unique row as admission sees it. */
-typedef struct candidate {
-  uint64_t uid, key;
-  uint32_t arg, choice;
-  uint64_t row;
-} candidate;
-
-/* Admits the batch's unique rows: coin winners in priority order (most
- * frequent in the batch first) while the pool has slots, then pointers for
- * store misses that stayed out, while the unified index has room. Under
- * c->lock. */
-static fl_status admit(fl_part_batch *b, probe_ctx *x, const uint64_t *gen) {
-  fl_cache *c = b->c;
-  fl_part *p = &c->parts[b->part];
-  fl_status st = fl_cache_make_room(c, b->part, 0);
-  if (st != FL_OK) return st;
-  uint64_t n = 0, limit = fl_cache_unified_limit(c, b->part);
-  uint64_t room = limit > p->dram_entries ? limit - p->dram_entries : 0;
-  for (uint32_t a = 0; a < b->n_args; a++)
-    n += x->per_arg[FL_MISS_COUNTERS * a] + x->per_arg[FL_MISS_COUNTERS * a + 1];
-  candidate *cand = malloc((n ? n : 1) * sizeof *cand), *order = malloc((n ? n : 1) * sizeof *order);
-  if (!cand || !order) {
-    free(cand);
-    free(order);
-    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu admissions",
-                   (unsigned long long)n);
-  }
-  uint64_t k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
-  for (uint32_t a = 0; a < b->n_args; a++) {
-    const fl_batch_arg *g = &b->args[a];
-    if (fl_misses_stale(c, gen, g->table)) continue;
-    uint32_t um = x->per_arg[FL_MISS_COUNTERS * a], up = x->per_arg[FL_MISS_COUNTERS * a + 1];
-    /* Its unique misses [0, um), then its pointer rows [n - up, n). */
-    for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {
-      uint64_t uid = g->key_offset + r, slot = x->uniq_slot[uid], key = 0;
-      uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
-      fl_code_encode(&c->tables[g->table].code, c->cfg.key_bits, id, &key);
-      int pointer = r >= um;
-      fl_admit_choice ch =
-          fl_admit_choose(c->cfg.seed, b->now, key, c->admit_threshold, x->set.count[slot],
-                          pointer, pointer ? 0 : x->uniq_refs[uid], room > 0);
-      if (ch == FL_ADMIT_NONE) continue;
-      /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
-      uint32_t slot_of = ch == FL_ADMIT_CACHE
-                             ? FL_ADMIT_BUCKETS - 1 - fl_admit_bucket(x->set.count[slot])
-                             : FL_ADMIT_BUCKETS;
-      cand[k++] = (candidate){uid, key, a, slot_of, fl_miss_row(r, g->n, um, up)};
-      per_bucket[slot_of]++;
-    }
-  }
-  uint64_t start[FL_ADMIT_BUCKETS + 1], at = 0;
-  for (uint32_t q = 0; q <= FL_ADMIT_BUCKETS; q++) start[q] = at, at += per_bucket[q];
-  for (uint64_t i = 0; i < k; i++) order[start[cand[i].choice]++] = cand[i];
-  int starved = 0;
-  uint64_t admitted = 0;
-  for (uint64_t i = 0; i < k; i++) {
-    const candidate *e = &order[i];
-    const fl_batch_arg *g = &b->args[e->arg];
-    if (e->choice == FL_ADMIT_BUCKETS) {
-      if (room == 0) break;
-      if (fl_index_insert(&p->index, e->key, x->uniq_refs[e->uid] | FL_LOC_DRAM_BIT, b->now) ==
-          FL_INSERT_DONE)
-        p->dram_entries++, room--;
-      continue;
-    }
-    uint64_t slot = fl_pool_alloc(&p->pool, c->tables[g->table].cls);
-    if (slot == 0) { /* class full: evicted below, reclaimed for later batches */
-      starved = 1;
-      continue;
-    }
-    memcpy((void *)slot, x->staging + x->stage_base[e->arg] + e->row * g->vec_bytes, g->vec_bytes);
-    fl_insert_result r = fl_index_insert(&p->index, e->key, slot, b->now);
-    if (r == FL_INSERT_DONE || r == FL_INSERT_PROMOTED) {
-      admitted++;
-      if (r == FL_INSERT_PROMOTED) p->dram_entries--;
-    } else {
-      fl_pool_free(&p->pool, slot);
-    }
-  }
-  p->entries += admitted;
-  atomic_fetch_add(&c->admissions, admitted);
-  free(cand);
-  free(order);
-  return starved ? fl_cache_make_room(c, b->part, 1) : FL_OK;
-}
-
 /* Fetches the unique rows, writes them to every missed position, admits. */
 static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   fl_cache *c = b->c;
@@ -194,7 +108,7 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
    * (the fetch counts its own share outside the gathers). */
   cpu1 = fl_thread_cpu_ns();
   if (st == FL_OK) {
-    fl_misses_generations(c, gen);
+    fl_cache_generations(c, gen);
     st = fl_misses_fetch(b, x->per_arg, x->uniq_ids, x->uniq_refs,
                          fl_cache_unified_limit(c, b->part) > 0, x->staging, x->stage_base, NULL,
                          NULL, NULL, 0);
@@ -204,9 +118,9 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
     fl_workers_for(c->workers, x->n_miss, 4096, scatter_range, x);
     uint64_t t1 = fl_now_ns();
     atomic_fetch_add(&c->ns_miss_fetch, t1 - t0);
-    pthread_mutex_lock(&c->lock);
-    st = admit(b, x, gen);
-    pthread_mutex_unlock(&c->lock);
+    fl_admit_host_batch ab = {b->part, b->now, b->args, b->n_args, x->per_arg, x->set,
+                              x->uniq_slot, x->uniq_refs, x->staging, x->stage_base, gen};
+    st = fl_admit_host(c, &ab);
     atomic_fetch_add(&c->ns_admission, fl_now_ns() - t1);
   }
   free(gen);

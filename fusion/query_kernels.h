@@ -6,8 +6,8 @@
 
 #include "cache/index.h"
 #include "common/launch_to.h"
-#include "fusion/batch.h"
-#include "fusion/miss_set.h"
+#include "batch/batch.h"
+#include "batch/miss_set.h"
 #include "fusion/zero_copy.h"
 
 #ifdef __cplusplus
@@ -16,17 +16,6 @@ extern "C" {
 
 /* Most queries one launch takes (the scan lives in shared memory). */
 #define FL_LAUNCH_MAX_QUERIES 1024u
-
-/* Where the fused index kernel leaves a batch's misses (miss_set.h). */
-typedef struct fl_miss_out {
-  fl_miss_set set;       /* fl_miss_set_slots(n_keys, n_args) slots */
-  uint32_t *per_arg;     /* FL_MISS_COUNTERS per arg */
-  uint32_t *pos, *slot;  /* per missed position: its batch position and set slot */
-  uint32_t *uniq_slot;   /* per uid: its set slot */
-  uint64_t *uniq_ids;    /* per uid: its id (pinned host memory: read by the gather) */
-  uint64_t *uniq_refs;   /* per pointer uid: its store row (pinned host memory) */
-  unsigned long long *counters; /* [0] missed positions, [1] smallest out-of-range position */
-} fl_miss_out;
 
 /* Where the fused index kernel's last block leaves the counters for the host
  * (pinned host memory, device-mapped), so that the caller polls a flag

@@ -15,7 +15,7 @@
 #define FL_FUSION_ZERO_COPY_H
 
 #include "dram_store/seq_stripe.h"
-#include "fusion/miss_set.h"
+#include "batch/miss_set.h"
 
 /* Per table: its dense rows as the device sees them, NULL when they cannot
  * be read in place. */

@@ -12,11 +12,11 @@
 // reservoir; the per-round tallies are zeroed for the next round. reset:
 // the batch's miss set is emptied for its next use. All index writes of a
 // cache run on this one stream, so no two writers race on a key (index.h).
-#include "fusion/admit_kernels.h"
+#include "cache/admit_kernels.h"
 
 #include <cuda_runtime.h>
 
-#include "cache/admission.h"
+#include "cache/admit_coin.h"
 
 namespace {
 

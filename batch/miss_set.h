@@ -17,15 +17,15 @@
  * misses then its pointer rows, in uid order (fl_miss_row).
  *
  * Every position of a missed id adds one to the slot's count: the in-batch
- * frequency that admission prefers (cache/admission.h). */
-#ifndef FL_FUSION_MISS_SET_H
-#define FL_FUSION_MISS_SET_H
+ * frequency that admission prefers (cache/admit_coin.h). */
+#ifndef FL_BATCH_MISS_SET_H
+#define FL_BATCH_MISS_SET_H
 
 #include "common/align.h"
 #include "common/atomic.h"
 #include "common/mutant.h"
 #include "encoding/flat_key.h"
-#include "fusion/batch.h"
+#include "batch/batch.h"
 
 #define FL_MISS_SET_EMPTY (~0ull)
 #define FL_MISS_COUNTERS 4u /* per arg: unique misses, unique pointers, positions of each */
@@ -110,5 +110,16 @@ FL_HD int fl_miss_resolve(const uint64_t *key_offsets, const fl_batch_arg *args,
   *pointer = r >= n_miss;
   return 1;
 }
+
+/* Where the fused index kernel leaves a batch's misses (the set above). */
+typedef struct fl_miss_out {
+  fl_miss_set set;       /* fl_miss_set_slots(n_keys, n_args) slots */
+  uint32_t *per_arg;     /* FL_MISS_COUNTERS per arg */
+  uint32_t *pos, *slot;  /* per missed position: its batch position and set slot */
+  uint32_t *uniq_slot;   /* per uid: its set slot */
+  uint64_t *uniq_ids;    /* per uid: its id (pinned host memory: read by the gather) */
+  uint64_t *uniq_refs;   /* per pointer uid: its store row (pinned host memory) */
+  unsigned long long *counters; /* [0] missed positions, [1] smallest out-of-range position */
+} fl_miss_out;
 
 #endif

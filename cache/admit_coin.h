@@ -1,10 +1,10 @@
-/* admission.h: the probabilistic admission coin, shared by both backends. A
+/* admit_coin.h: the probabilistic admission coin, shared by both backends. A
  * missed vector enters the cache with probability p per missed lookup (one
  * decision per row and batch); the coin is a pure function of (seed, batch,
  * key), so runs are reproducible and every backend admits the same keys. When the pool has fewer free slots than coin winners,
  * the rows most frequent in the batch go first. */
-#ifndef FL_CACHE_ADMISSION_H
-#define FL_CACHE_ADMISSION_H
+#ifndef FL_CACHE_ADMIT_COIN_H
+#define FL_CACHE_ADMIT_COIN_H
 
 #include "common/hash.h"
 

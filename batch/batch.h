@@ -4,8 +4,8 @@
  * query q the threads [scan[q], scan[q+1]) (counts rounded up to warp
  * multiples, so every warp serves one query); a thread finds its query by a
  * binary search of `scan`, held in shared memory by the kernels. */
-#ifndef FL_FUSION_BATCH_H
-#define FL_FUSION_BATCH_H
+#ifndef FL_BATCH_BATCH_H
+#define FL_BATCH_BATCH_H
 
 #include "common/hd.h"
 #include "common/search.h"

@@ -1,0 +1,178 @@
+/* phases.c: the CUDA engine's phases (phases.h). */
+#include "fusion/phases.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+
+int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
+                   int clear_set, uint64_t zc_limit, int gated, fl_launch_to to, void **prof) {
+  cudaStream_t stream = (cudaStream_t)to.stream;
+  const fl_batch_arg *A = v->d.args;
+  int e = (int)fl_launch_copy(to, v->d.args, v->h.args, s->l.header_end, cudaMemcpyHostToDevice);
+  if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[0], stream);
+  if (!e)
+    e = fl_launch_index(b->c->parts[b->part].index, v->d.codes, A, v->d.scan_index, b->n_args,
+                        s->index_threads, b->n_keys, v->d.run, v->locs, v->m,
+                        fl_run_publish(&s->l, v), clear_set, to);
+  if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[1], stream);
+  if (!e) e = fl_launch_copy_hits(A, v->d.scan_copy, b->n_args, s->copy_threads, v->locs, to);
+  if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[2], stream);
+  if (!e && zc_limit)
+    e = fl_launch_zero_copy(A, b->n_args, v->m, v->d.zc, zc_limit, b->c->cuda->zc_seq,
+                            v->stage_base, v->staging, to);
+  if (!e && zc_limit)
+    e = fl_launch_scatter_in_place(A, v->d.offsets, b->n_args, v->m, v->d.zc, zc_limit,
+                                   v->stage_base, v->staging, to);
+  if (!e && gated)
+    e = fl_launch_gated_scatter(A, v->d.offsets, b->n_args, v->m, v->d.zc, zc_limit,
+                                fl_run_gate(v), v->stage_base, v->staging, to);
+  return e;
+}
+
+fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, uint64_t check_ns,
+                             void *stream, const char *what) {
+  uint64_t next_check = fl_now_ns() + check_ns;
+  for (uint32_t i = 1;; i++) {
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
+    if (i % 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    uint64_t now = fl_now_ns();
+    if (now < next_check) continue;
+    next_check = now + check_ns;
+    cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
+    if (e == cudaErrorNotReady) continue;
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
+    (void)cudaGetLastError();
+    return fl_fail(c, FL_ERR_CUDA, "%s: %s", what,
+                   e == cudaSuccess ? "the kernel ended without writing it" : cudaGetErrorString(e));
+  }
+}
+
+/* Where the fetch's stretches of gathered rows go: the device's upload
+ * block, on the batch's stream, each as soon as it is gathered, so that the
+ * upload overlaps the rest of the gather. */
+typedef struct upload_job {
+  const fl_part_batch *b;
+  const fl_run_views *v;
+  /* Zero-copy batches: per table, non-NULL when the GPU read its misses in
+   * place (their staging rows are not the host's to upload); else NULL. */
+  const void *const *in_place;
+} upload_job;
+
+/* Uploads bytes [from, to) of the upload block. */
+static fl_status upload(upload_job *j, uint64_t from, uint64_t to) {
+  int e = (int)cudaMemcpyAsync((uint8_t *)j->v->stage_base + from,
+                               (const uint8_t *)j->v->h_stage_base + from, to - from,
+                               cudaMemcpyHostToDevice, (cudaStream_t)j->b->stream);
+  if (e) return fl_fail(j->b->c, FL_ERR_CUDA, "uploading missed rows failed: %s",
+                        cudaGetErrorString((cudaError_t)e));
+  return FL_OK;
+}
+
+/* Uploads staging bytes [begin, end), around the rows read in place: the
+ * zero-copy kernel wrote those in device memory before these uploads land. */
+static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
+  upload_job *j = ctx;
+  const fl_part_batch *b = j->b;
+  uint64_t head = j->v->head;
+  /* The first stretch takes the staging offsets along, unless the
+   * zero-copy kernel wrote them (it reads rows in place). */
+  uint64_t from = begin || j->in_place ? head + begin : 0, to = head + end;
+  for (uint32_t a = 0; j->in_place && a < b->n_args && from < to; a++) {
+    if (!j->in_place[b->args[a].table]) continue;
+    uint64_t lo = head + j->v->h_stage_base[a];
+    uint64_t hi = lo + (uint64_t)j->v->h_per_arg[FL_MISS_COUNTERS * a] * b->args[a].vec_bytes;
+    if (hi <= from || lo >= to) continue;
+    if (lo > from) {
+      fl_status st = upload(j, from, lo);
+      if (st != FL_OK) return st;
+    }
+    from = hi;
+  }
+  return from < to ? upload(j, from, to) : FL_OK;
+}
+
+fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launched, int want_refs,
+                          int upload, int *in_place_out, uint64_t *host_rows) {
+  fl_cache *c = b->c;
+  const fl_cuda_state *cs = c->cuda;
+  const uint32_t *per_arg = v->h_per_arg;
+  uint64_t cpu0 = fl_thread_cpu_ns(), rows = 0, zc_rows = 0;
+  for (uint32_t a = 0; a < b->n_args; a++) {
+    rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
+    if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
+  }
+  /* The zero-copy kernel reads the qualifying misses in place when the
+   * batch has few enough (zero_copy.h); the host fetches the rest. */
+  const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
+  *host_rows = fl_zc_host_rows(zc_rows, rows, cs->zc_limit);
+  *in_place_out = in_place != NULL;
+  if (in_place) {
+    int e = zc_launched ? 0
+                        : fl_launch_zero_copy(v->d.args, b->n_args, v->m, v->d.zc, cs->zc_limit,
+                                              cs->zc_seq, v->stage_base, v->staging,
+                                              fl_launch_on(b->stream));
+    if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
+                          cudaGetErrorString((cudaError_t)e));
+    atomic_fetch_add(&c->unique_misses, zc_rows);
+    atomic_fetch_add(&c->zero_copy_rows, zc_rows);
+  }
+  fl_misses_layout(b, per_arg, v->h_stage_base);
+  upload_job up = {b, v, in_place};
+  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
+  fl_status st = FL_OK;
+  if (want_refs && in_place) st = fl_misses_refs(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, in_place);
+  atomic_store_explicit(&c->gathered_last, *host_rows != 0, memory_order_relaxed);
+  if (st == FL_OK && *host_rows)
+    st = fl_misses_fetch(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, want_refs, v->h_staging,
+                         v->h_stage_base, in_place, upload ? upload_stretch : NULL, &up, 1);
+  return st;
+}
+
+fl_status fl_phase_scatter(const fl_part_batch *b, const fl_run_views *v, uint64_t n_miss) {
+  int e = fl_launch_scatter(v->d.args, v->d.offsets, b->n_args, v->m, v->stage_base, v->staging,
+                            n_miss, b->stream);
+  if (e) return fl_fail(b->c, FL_ERR_CUDA, "miss scatter failed: %s",
+                        cudaGetErrorString((cudaError_t)e));
+  return FL_OK;
+}
+
+void fl_phase_end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, void *stream) {
+  void *ev = NULL;
+  if (fl_cuda_event_get(c, &ev) == FL_OK &&
+      cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream) == cudaSuccess) {
+    fl_reclaim_end(&c->reclaim, ticket, ev);
+  } else {
+    /* No event: wait for the stream instead, then end at once. */
+    cudaStreamSynchronize((cudaStream_t)stream);
+    if (ev) fl_cuda_event_release(c, ev);
+    fl_reclaim_end(&c->reclaim, ticket, NULL);
+  }
+  cudaEventRecord((cudaEvent_t)x->busy_until, (cudaStream_t)stream);
+}
+
+fl_admit_job *fl_phase_admit_job(const fl_part_batch *b, const fl_run_views *v, fl_scratch *x,
+                                 uint64_t n_miss, uint64_t **gen, int want_refs, int release_x) {
+  fl_admit_batch ab = {
+      .codes = v->d.codes,
+      .table_cls = v->d.table_cls,
+      .args = v->d.args,
+      .key_offsets = v->d.offsets,
+      .n_args = b->n_args,
+      .n_keys = b->n_keys,
+      .m = v->m,
+      .stage_base = v->stage_base,
+      .staging = v->staging,
+      .choice = v->choice,
+      .now = b->now,
+  };
+  return fl_admit_job_new(b->c, b->part, &ab, b->args, v->h_per_arg, n_miss, gen, want_refs, x,
+                          release_x);
+}

@@ -1,0 +1,64 @@
+/* phases.h: the CUDA engine's phases, shared by its entry points
+ * (query_cuda.c: one-shot and prepared runs) and the prepared query's
+ * answerer (plan.c: launched runs): the index phase's launches, the wait for
+ * the counters, the host's share of the misses, the scatter, the end of a
+ * run's reads, and the admission job. */
+#ifndef FL_FUSION_PHASES_H
+#define FL_FUSION_PHASES_H
+
+#include "cache/admit.h"
+#include "fusion/run_layout.h"
+
+/* How long the gather's threads spin when woken ahead (fl_workers_wake): the
+ * index kernel of a large batch, with room. Only after a batch the host
+ * gathered rows for: after a zero-copy batch they would spin on every core
+ * for nothing. (Waking them cold instead costs a 256-sample batch with 336
+ * host-gathered misses 180-280 us against 48-55 on the H100.) */
+#define FL_FETCH_PREWAKE_NS 300000ull
+
+/* Names the index kernel's counters in wait failures. */
+#define FL_COUNTERS_WHAT "the fused index kernel's counters"
+
+/* The index phase's launches on `to` (a stream, or a prepared query's
+ * graph): header upload, index kernel (which publishes the counters to the
+ * pinned counters), then the hit copy. prof (optional, on a stream): timing
+ * events around the kernels. zc_limit > 0 (a prepared query's graph): then
+ * the zero-copy reads and the scatter of a batch read wholly in place, each
+ * deciding on the device whether the batch is one. gated (a prepared
+ * query's graph): last, the gated scatter of the host's rows (fl_gate).
+ * Returns a cudaError_t. */
+int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
+                   int clear_set, uint64_t zc_limit, int gated, fl_launch_to to, void **prof);
+
+/* Waits until the device writes `want` to a word of pinned memory: spins
+ * on it and, every check_ns, asks the stream whether its kernel failed or
+ * ended without writing it (`what` names the kernel and the word). */
+fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, uint64_t check_ns,
+                             void *stream, const char *what);
+
+/* The host's share of a batch's misses once its counters are up: counts the
+ * unique rows the GPU reads in place (launching their reads unless the
+ * prepared query's graph holds them: zc_launched), lays out the pinned
+ * staging and fetches the other rows from the store into it, each stretch
+ * uploaded on the batch's stream as it fills when `upload` (else the rows
+ * stay in the staging, for a gated scatter). *host_rows: the rows the host
+ * fetched; *in_place: whether the GPU read rows in place. */
+fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launched, int want_refs,
+                          int upload, int *in_place, uint64_t *host_rows);
+
+/* Scatters the fetched rows (uploaded into the device's upload block) to
+ * every missed position on the batch's stream: the answer is complete when
+ * the stream gets there. */
+fl_status fl_phase_scatter(const fl_part_batch *b, const fl_run_views *v, uint64_t n_miss);
+
+/* The run's reads end (reclamation ticket `ticket`), and the scratch frees
+ * up, when the stream gets here. */
+void fl_phase_end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, void *stream);
+
+/* The admission job of a batch whose misses the views hold (cache/admit.h):
+ * takes *gen; release_x: a one-off run's scratch, given back by the job.
+ * NULL when out of memory. */
+fl_admit_job *fl_phase_admit_job(const fl_part_batch *b, const fl_run_views *v, fl_scratch *x,
+                                 uint64_t n_miss, uint64_t **gen, int want_refs, int release_x);
+
+#endif
