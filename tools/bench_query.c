@@ -207,178 +207,247 @@ static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_i
   return res;
 }
 
-int main(int argc, char **argv) {
-  opts o = {1.0, 200, 2ull << 30, NULL, MISS_PER_TABLE};
+/* 0 to run, 2 on a usage error (said on stderr). */
+static int parse(int argc, char **argv, opts *o) {
+  *o = (opts){1.0, 200, 2ull << 30, NULL, MISS_PER_TABLE};
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--scale") && i + 1 < argc) o.scale = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o.reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--budget-mb") && i + 1 < argc) o.budget = strtoull(argv[++i], NULL, 10) << 20;
-    else if (!strcmp(argv[i], "--json") && i + 1 < argc) o.json = argv[++i];
-    else if (!strcmp(argv[i], "--miss-per-table") && i + 1 < argc) o.miss_per_table = (uint32_t)atoi(argv[++i]);
+    if (!strcmp(argv[i], "--scale") && i + 1 < argc) o->scale = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o->reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--budget-mb") && i + 1 < argc) o->budget = strtoull(argv[++i], NULL, 10) << 20;
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc) o->json = argv[++i];
+    else if (!strcmp(argv[i], "--miss-per-table") && i + 1 < argc) o->miss_per_table = (uint32_t)atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_query [--scale S] [--reps N] [--budget-mb MB] [--json FILE] "
                       "[--miss-per-table N]\n");
       return 2;
     }
   }
-  if (o.reps < 1) o.reps = 1;
-  if (fl_cuda_device_count() <= 0) die("bench_query", "needs a CUDA device");
-  struct cudaDeviceProp prop;
-  cudaGetDeviceProperties(&prop, 0);
-  uint64_t card[N_TABLES];
+  if (o->reps < 1) o->reps = 1;
+  return 0;
+}
+
+/* The 26 tables at the options' scale, in a store of synthetic rows. */
+typedef struct model {
+  uint64_t card[N_TABLES]; /* rows per table, at least 2 */
   fl_table_desc desc[N_TABLES];
   char names[N_TABLES][8];
-  for (uint32_t t = 0; t < N_TABLES; t++) {
-    card[t] = (uint64_t)(fl_criteo_rows[t] * o.scale);
-    if (card[t] < 2) card[t] = 2;
-    snprintf(names[t], sizeof names[t], "C%u", t + 1);
-    desc[t] = (fl_table_desc){names[t], card[t], DIM, FL_FP32, FL_IDS_DENSE};
-  }
   fl_store *store;
-  if (fl_store_create(desc, N_TABLES, 0, &store) != FL_OK) die("store", fl_store_last_error(NULL));
-  for (uint32_t t = 0; t < N_TABLES; t++)
-    if (fl_store_fill_synthetic(store, t, 1) != FL_OK) die("fill", fl_store_last_error(store));
-  cudaStream_t s;
-  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+} model;
 
-  batch big, small;
-  make_batch(&big, 16384, card, 1);
-  make_batch(&small, 256, card, 2);
+static void make_model(model *m, double scale) {
+  for (uint32_t t = 0; t < N_TABLES; t++) {
+    m->card[t] = (uint64_t)(fl_criteo_rows[t] * scale);
+    if (m->card[t] < 2) m->card[t] = 2;
+    snprintf(m->names[t], sizeof m->names[t], "C%u", t + 1);
+    m->desc[t] = (fl_table_desc){m->names[t], m->card[t], DIM, FL_FP32, FL_IDS_DENSE};
+  }
+  if (fl_store_create(m->desc, N_TABLES, 0, &m->store) != FL_OK)
+    die("store", fl_store_last_error(NULL));
+  for (uint32_t t = 0; t < N_TABLES; t++)
+    if (fl_store_fill_synthetic(m->store, t, 1) != FL_OK) die("fill", fl_store_last_error(m->store));
+}
+
+/* What the run measured, for the table and the JSON. */
+typedef struct findings {
   result res[16];
-  int n_res = 0;
+  int n_res;
+  double small_index_us, small_copy_us; /* device time per small all-hit batch */
+  double index_us, copy_us;             /* the same, big batch */
+  uint64_t index_entries, index_slots;  /* the big batch's flat cache */
+  double base_ms;                       /* the plain linear probe on the big batch's keys */
+  fl_floor_result floors[FL_FLOOR_SHAPES];
+} findings;
+
+/* Keys of the big (16,384-sample) batch. */
+#define BIG_KEYS (16384ull * N_TABLES)
+
+/* All-hit latency of both batches, flat and per-table, and flat prepared and
+ * launched, each on a cache of its own. */
+static void all_hit_latency(const model *m, const opts *o, batch *big, batch *small,
+                            cudaStream_t s, findings *f) {
   const fl_layout layouts[4] = {FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE, FL_LAYOUT_FLAT, FL_LAYOUT_FLAT};
   const char *names_l[4] = {"flat", "per-table", "prepared", "launched"};
   const int asks[4] = {ASK_QUERY, ASK_QUERY, ASK_RUN, ASK_LAUNCH};
   for (int l = 0; l < 4; l++) {
-    fl_cache *c = make_cache(store, layouts[l], o.budget, 0, 0);
-    res[n_res++] = measure(c, &big, names_l[l], asks[l], NULL, o.reps, s);
+    fl_cache *c = make_cache(m->store, layouts[l], o->budget, 0, 0);
+    f->res[f->n_res++] = measure(c, big, names_l[l], asks[l], NULL, o->reps, s);
     fl_cache_destroy(c);
-    c = make_cache(store, layouts[l], o.budget, 0, 0);
-    res[n_res++] = measure(c, &small, names_l[l], asks[l], NULL, o.reps, s);
+    c = make_cache(m->store, layouts[l], o->budget, 0, 0);
+    f->res[f->n_res++] = measure(c, small, names_l[l], asks[l], NULL, o->reps, s);
     fl_cache_destroy(c);
   }
-  /* The 5%-miss small batch, flat, through fl_query and prepared: its 336
-   * distinct misses read in place by the GPU (zero_copy_rows 1024), then
-   * gathered by the host (0). */
+}
+
+/* The 5%-miss small batch, flat, through fl_query and prepared: its 336
+ * distinct misses read in place by the GPU (zero_copy_rows 1024), then
+ * gathered by the host (0). Leaves the batch's ids all hits again. */
+static void miss_latency(const model *m, const opts *o, batch *small, cudaStream_t s,
+                         findings *f) {
   cold_ids cold;
-  double miss_pct = 100.0 * MISS_TABLES * o.miss_per_table / (small.samples * N_TABLES);
+  double miss_pct = 100.0 * MISS_TABLES * o->miss_per_table / (small->samples * N_TABLES);
   static char names_m[6][32];
   const char *kind[3] = {"flat", "prep", "launch"};
-  for (int m = 0; m < 6; m++) {
-    snprintf(names_m[m], sizeof names_m[m], "%s %.1f%%%s", kind[m % 3], miss_pct, m < 3 ? "" : " host");
-    fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 0, m < 3 ? 1024 : 0);
+  for (int i = 0; i < 6; i++) {
+    snprintf(names_m[i], sizeof names_m[i], "%s %.1f%%%s", kind[i % 3], miss_pct, i < 3 ? "" : " host");
+    fl_cache *c = make_cache(m->store, FL_LAYOUT_FLAT, o->budget, 0, i < 3 ? 1024 : 0);
     /* Never queried by this cache, a new one: each case starts from the
      * tables' ends again (one count shared by the six cases would run out
      * of ids above --reps 400). */
-    cold_init(&cold, card, o.miss_per_table);
-    res[n_res++] = measure(c, &small, names_m[m], m % 3, &cold, o.reps, s);
+    cold_init(&cold, m->card, o->miss_per_table);
+    f->res[f->n_res++] = measure(c, small, names_m[i], i % 3, &cold, o->reps, s);
     fl_cache_destroy(c);
   }
-  for (uint32_t t = 0; t < N_TABLES; t++) {  /* all hits again, for the kernel times */
-    memcpy(small.ids[t], small.warm[t], small.samples * 8);
-    if (cudaMemcpy(small.d_ids[t], small.ids[t], small.samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
+  for (uint32_t t = 0; t < N_TABLES; t++) {
+    memcpy(small->ids[t], small->warm[t], small->samples * 8);
+    if (cudaMemcpy(small->d_ids[t], small->ids[t], small->samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
       die("cuda", "restoring batch ids failed");
   }
+}
 
-  /* Device time of the two kernels on the small all-hit batch (events
-   * around them: cfg.profile). */
-  fl_cache *c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
+/* Device time of the two kernels per all-hit batch (events around them:
+ * cfg.profile), into *st; returns the profiling cache, kept while the
+ * baseline and the floors run. */
+static fl_cache *kernel_time(const model *m, const opts *o, batch *b, cudaStream_t s,
+                             fl_cache_stats *st) {
+  fl_cache *c = make_cache(m->store, FL_LAYOUT_FLAT, o->budget, 1, 0);
+  for (int i = 0; i < 3; i++) query(c, NULL, ASK_QUERY, b, s);
+  fl_cache_stats_reset(c);
+  for (int r = 0; r < o->reps; r++) query(c, NULL, ASK_QUERY, b, s);
+  fl_cache_stats_get(c, st, NULL, 0);
+  return c;
+}
+
+/* The small batch's kernel times, then the big one's (the probe rate), whose
+ * cache is returned. */
+static fl_cache *kernel_times(const model *m, const opts *o, batch *big, batch *small,
+                              cudaStream_t s, findings *f) {
   fl_cache_stats st;
-  for (int i = 0; i < 3; i++) query(c, NULL, ASK_QUERY, &small, s);
-  fl_cache_stats_reset(c);
-  for (int r = 0; r < o.reps; r++) query(c, NULL, ASK_QUERY, &small, s);
-  fl_cache_stats_get(c, &st, NULL, 0);
-  double small_index_us = st.gpu_ns_index / o.reps / 1e3, small_copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
-  fl_cache_destroy(c);
-  /* Probe rate: the fused index kernel's device time on the all-hit batch. */
-  c = make_cache(store, FL_LAYOUT_FLAT, o.budget, 1, 0);
-  for (int i = 0; i < 3; i++) query(c, NULL, ASK_QUERY, &big, s);
-  fl_cache_stats_reset(c);
-  for (int r = 0; r < o.reps; r++) query(c, NULL, ASK_QUERY, &big, s);
-  fl_cache_stats_get(c, &st, NULL, 0);
-  uint64_t keys_per_batch = 16384ull * N_TABLES;
-  double index_us = st.gpu_ns_index / o.reps / 1e3, copy_us = st.gpu_ns_hit_copy / o.reps / 1e3;
-  double load = (double)st.index_entries / (double)st.index_slots;
+  fl_cache_destroy(kernel_time(m, o, small, s, &st));
+  f->small_index_us = st.gpu_ns_index / o->reps / 1e3;
+  f->small_copy_us = st.gpu_ns_hit_copy / o->reps / 1e3;
+  fl_cache *c = kernel_time(m, o, big, s, &st);
+  f->index_us = st.gpu_ns_index / o->reps / 1e3;
+  f->copy_us = st.gpu_ns_hit_copy / o->reps / 1e3;
+  f->index_entries = st.index_entries;
+  f->index_slots = st.index_slots;
+  return c;
+}
 
-  /* Baseline: the same flat keys in a plain table of the same size. */
+/* Baseline: the big batch's flat keys in a plain table of the same size. */
+static void baseline(const model *m, const opts *o, const batch *big, findings *f) {
   fl_encoding *enc;
-  if (fl_encoding_create(desc, N_TABLES, 64, FL_ENCODING_SIZE_AWARE, &enc) != FL_OK)
+  if (fl_encoding_create(m->desc, N_TABLES, 64, FL_ENCODING_SIZE_AWARE, &enc) != FL_OK)
     die("encoding", fl_encoding_last_error(NULL));
-  uint64_t *qkeys = malloc(keys_per_batch * 8), *ukeys = malloc(keys_per_batch * 8);
+  uint64_t *qkeys = malloc(BIG_KEYS * 8), *ukeys = malloc(BIG_KEYS * 8);
   for (uint32_t t = 0; t < N_TABLES; t++)
-    fl_encoding_encode(enc, t, big.ids[t], 16384, qkeys + (uint64_t)t * 16384, 0);
-  memcpy(ukeys, qkeys, keys_per_batch * 8);
-  qsort(ukeys, keys_per_batch, 8, cmp_u64);
+    fl_encoding_encode(enc, t, big->ids[t], 16384, qkeys + (uint64_t)t * 16384, 0);
+  memcpy(ukeys, qkeys, BIG_KEYS * 8);
+  qsort(ukeys, BIG_KEYS, 8, cmp_u64);
   uint64_t n_unique = 0;
-  for (uint64_t i = 0; i < keys_per_batch; i++)
+  for (uint64_t i = 0; i < BIG_KEYS; i++)
     if (i == 0 || ukeys[i] != ukeys[i - 1]) ukeys[n_unique++] = ukeys[i];
-  double base_ms = 0;
   uint64_t found = 0;
-  int e = fl_bench_linear_probe(ukeys, n_unique, st.index_slots, qkeys, keys_per_batch, o.reps,
-                                &base_ms, &found);
-  if (e || found != keys_per_batch) die("baseline", "linear probing failed");
-  double ours_gkps = keys_per_batch / (index_us * 1e3), base_gkps = keys_per_batch / (base_ms * 1e6);
-  /* The header a prepared 256-sample run uploads: 26 args with device ids
-   * (args, scans, offsets, codes, classes, zero-copy rows, counters, run). */
-  enum { SMALL_HEADER_BYTES = 4608 };
-  fl_floor_result floors[FL_FLOOR_SHAPES];
-  e = fl_bench_graph_floor(SMALL_HEADER_BYTES, o.reps < 1000 ? 1000 : o.reps, floors);
-  if (e) die("graph floor", cudaGetErrorString((cudaError_t)e));
+  int e = fl_bench_linear_probe(ukeys, n_unique, f->index_slots, qkeys, BIG_KEYS, o->reps,
+                                &f->base_ms, &found);
+  if (e || found != BIG_KEYS) die("baseline", "linear probing failed");
+  free(qkeys);
+  free(ukeys);
+  fl_encoding_destroy(enc);
+}
 
+/* The floors of the small batch's graph. The header a prepared 256-sample
+ * run uploads: 26 args with device ids (args, scans, offsets, codes,
+ * classes, zero-copy rows, counters, run). */
+static void graph_floors(const opts *o, findings *f) {
+  enum { SMALL_HEADER_BYTES = 4608 };
+  int e = fl_bench_graph_floor(SMALL_HEADER_BYTES, o->reps < 1000 ? 1000 : o->reps, f->floors);
+  if (e) die("graph floor", cudaGetErrorString((cudaError_t)e));
+}
+
+static double load_of(const findings *f) {
+  return (double)f->index_entries / (double)f->index_slots;
+}
+
+static void print_findings(const char *gpu, const opts *o, const findings *f) {
+  const result *res = f->res;
+  double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
-         prop.name, o.scale, DIM, o.budget / 1048576.0, o.reps);
+         gpu, o->scale, DIM, o->budget / 1048576.0, o->reps);
   printf("%-10s %8s %8s %8s %10s %10s %12s %12s\n", "layout", "samples", "keys", "hit%", "p50 us",
          "p99 us", "Mkeys/s p50", "call p50 us");
-  for (int i = 0; i < n_res; i++)
+  for (int i = 0; i < f->n_res; i++)
     printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f\n", res[i].layout, res[i].samples,
            res[i].samples * N_TABLES, 100 * res[i].hit_rate, res[i].p50_us, res[i].p99_us,
            res[i].samples * N_TABLES / res[i].p50_us, res[i].call_p50_us);
   printf("per-table / flat p50: 16384 samples %.2fx, 256 samples %.2fx\n", res[2].p50_us / res[0].p50_us,
          res[3].p50_us / res[1].p50_us);
   printf("probe, %llu keys, index load %.3f (%llu entries / %llu slots):\n",
-         (unsigned long long)keys_per_batch, load, (unsigned long long)st.index_entries,
-         (unsigned long long)st.index_slots);
-  printf("  fused index kernel  %8.1f us  %6.2f G keys/s\n", index_us, ours_gkps);
-  printf("  plain linear probe  %8.1f us  %6.2f G keys/s  (same keys, slots, load)\n", base_ms * 1e3,
+         (unsigned long long)BIG_KEYS, load_of(f), (unsigned long long)f->index_entries,
+         (unsigned long long)f->index_slots);
+  printf("  fused index kernel  %8.1f us  %6.2f G keys/s\n", f->index_us, ours_gkps);
+  printf("  plain linear probe  %8.1f us  %6.2f G keys/s  (same keys, slots, load)\n", f->base_ms * 1e3,
          base_gkps);
   printf("  ratio %.2f; hit copy kernel %.1f us = %.0f GB/s of vectors read+written\n",
-         ours_gkps / base_gkps, copy_us, keys_per_batch * DIM * 4 * 2 / (copy_us * 1e3));
+         ours_gkps / base_gkps, f->copy_us, BIG_KEYS * DIM * 4 * 2 / (f->copy_us * 1e3));
   printf("256-sample batch (%u keys): fused index kernel %.1f us, hit copy kernel %.1f us (device time)\n",
-         256u * N_TABLES, small_index_us, small_copy_us);
+         256u * N_TABLES, f->small_index_us, f->small_copy_us);
   printf("graph floors, 26 blocks, no lookup (batch = launch to stream synchronized):\n");
   for (int i = 0; i < FL_FLOOR_SHAPES; i++)
     printf("  %-30s batch p50 %6.1f us, p90 %6.1f us; flag seen at p50 %6.1f us\n",
-           fl_floor_shape_name(i), floors[i].batch_p50_us, floors[i].batch_p90_us,
-           floors[i].flag_p50_us);
-  if (o.json) {
-    FILE *f = fopen(o.json, "w");
-    if (!f) die(o.json, "cannot write");
-    fprintf(f, "{\"gpu\": \"%s\", \"scale\": %g, \"budget_bytes\": %llu, \"reps\": %d, \"latency\": [", prop.name,
-            o.scale, (unsigned long long)o.budget, o.reps);
-    for (int i = 0; i < n_res; i++)
-      fprintf(f, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
-              "\"p99_us\": %.2f, \"call_p50_us\": %.2f}",
-              i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
-              res[i].p99_us, res[i].call_p50_us);
-    fprintf(f, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
-            "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f",
-            (unsigned long long)keys_per_batch, load, index_us, base_ms * 1e3, ours_gkps / base_gkps, copy_us,
-            small_index_us, small_copy_us);
-    fprintf(f, ", \"graph_floor\": [");
-    for (int i = 0; i < FL_FLOOR_SHAPES; i++)
-      fprintf(f, "%s{\"shape\": \"%s\", \"batch_p50_us\": %.2f, \"batch_p90_us\": %.2f, "
-              "\"flag_p50_us\": %.2f}", i ? ", " : "", fl_floor_shape_name(i), floors[i].batch_p50_us,
-              floors[i].batch_p90_us, floors[i].flag_p50_us);
-    fprintf(f, "]}\n");
-    fclose(f);
-  }
-  free(qkeys);
-  free(ukeys);
-  fl_encoding_destroy(enc);
+           fl_floor_shape_name(i), f->floors[i].batch_p50_us, f->floors[i].batch_p90_us,
+           f->floors[i].flag_p50_us);
+}
+
+static void write_json(const char *gpu, const opts *o, const findings *f) {
+  const result *res = f->res;
+  double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
+  FILE *out = fopen(o->json, "w");
+  if (!out) die(o->json, "cannot write");
+  fprintf(out, "{\"gpu\": \"%s\", \"scale\": %g, \"budget_bytes\": %llu, \"reps\": %d, \"latency\": [", gpu,
+          o->scale, (unsigned long long)o->budget, o->reps);
+  for (int i = 0; i < f->n_res; i++)
+    fprintf(out, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
+            "\"p99_us\": %.2f, \"call_p50_us\": %.2f}",
+            i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
+            res[i].p99_us, res[i].call_p50_us);
+  fprintf(out, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
+          "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f",
+          (unsigned long long)BIG_KEYS, load_of(f), f->index_us, f->base_ms * 1e3, ours_gkps / base_gkps,
+          f->copy_us, f->small_index_us, f->small_copy_us);
+  fprintf(out, ", \"graph_floor\": [");
+  for (int i = 0; i < FL_FLOOR_SHAPES; i++)
+    fprintf(out, "%s{\"shape\": \"%s\", \"batch_p50_us\": %.2f, \"batch_p90_us\": %.2f, "
+            "\"flag_p50_us\": %.2f}", i ? ", " : "", fl_floor_shape_name(i), f->floors[i].batch_p50_us,
+            f->floors[i].batch_p90_us, f->floors[i].flag_p50_us);
+  fprintf(out, "]}\n");
+  fclose(out);
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  if (parse(argc, argv, &o) != 0) return 2;
+  if (fl_cuda_device_count() <= 0) die("bench_query", "needs a CUDA device");
+  struct cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, 0);
+  model m;
+  make_model(&m, o.scale);
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  batch big, small;
+  make_batch(&big, 16384, m.card, 1);
+  make_batch(&small, 256, m.card, 2);
+  findings f = {0};
+  all_hit_latency(&m, &o, &big, &small, s, &f);
+  miss_latency(&m, &o, &small, s, &f);
+  fl_cache *c = kernel_times(&m, &o, &big, &small, s, &f);
+  baseline(&m, &o, &big, &f);
+  graph_floors(&o, &f);
+  print_findings(prop.name, &o, &f);
+  if (o.json) write_json(prop.name, &o, &f);
   fl_cache_destroy(c);
   free_batch(&big);
   free_batch(&small);
   cudaStreamDestroy(s);
-  fl_store_destroy(store);
+  fl_store_destroy(m.store);
   return 0;
 }
