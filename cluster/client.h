@@ -4,7 +4,8 @@
  * node, the nodes in parallel (one thread polling all of them), following
  * MOVED and ASK and retrying through
  * failovers until a deadline. Rows, model metadata and invalidations
- * (rows.c, meta.c, inval.c) are built on it.
+ * (rows.c, meta.c, inval.c) are built on it. With rows.h, meta.h and inval.h,
+ * the interface of cluster/ to the store's cluster tier (docs/TIERS.md).
  *
  * Thread-safe: any number of threads may run batches at once; each takes its
  * own pooled connections. Errors are recorded with fl_fail on the handle the

@@ -2,7 +2,8 @@
  * the cluster, takes the next version (INCR "NS:version") and publishes a
  * change message on the channel "NS:inval" (Redis Cluster forwards PUBLISH to
  * every node). Each process runs one subscriber thread that applies other
- * processes' messages to its local tier and caches.
+ * processes' messages to its local tier and caches. Part of the interface
+ * of cluster/ to the store's cluster tier (client.h).
  *
  * Pub/sub delivery is not guaranteed (a subscriber's node fails, a writer
  * dies between INCR and PUBLISH), so the subscriber also reads the version

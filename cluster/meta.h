@@ -1,7 +1,8 @@
 /* meta.h: a model's metadata in the cluster, the string key "NS:meta": its
  * bucket count and table descriptors, written once by the model's creator
  * (SET NX) and read by every process that opens the model, so all agree on
- * the key layout and the tables. Text, one line each:
+ * the key layout and the tables. Part of the interface of cluster/ to the
+ * store's cluster tier (client.h). Text, one line each:
  *   fleche-model 1
  *   buckets B
  *   tables N

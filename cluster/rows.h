@@ -1,6 +1,7 @@
 /* rows.h: embedding rows in the cluster: the key layout, and batched reads,
  * writes and deletes of rows, grouped by hash slot into multi-key commands
- * (MGET, MSET, DEL) that the client pipelines per node.
+ * (MGET, MSET, DEL) that the client pipelines per node. Part of the
+ * interface of cluster/ to the store's cluster tier (client.h).
  *
  * Key layout (docs/TIERS.md): row (table t, id) of model namespace NS is the
  * string key "NS{b}t:id" (t and id in decimal, b = fl_hash2(t, id) mod
