@@ -32,7 +32,8 @@ EXEMPT_DIRS = ("tests/", "fuzz/", "third_party/")
 DEFINED_TYPES = set("TDBR")  # nm's global text, data, bss and read-only data
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 SAYS_PRIVATE = re.compile(r"not for other modules|internal to \w+/|not a public header", re.I)
-SAYS_SHARED = re.compile(r"\b(shared|interface|public|other modules|used by|needs from)\b", re.I)
+SAYS_SHARED = re.compile(r"\b(share[sd]?|interface|public|other modules|used by|needs from)\b",
+                         re.I)
 
 Violation = collections.namedtuple("Violation", "check folder where detail")
 
