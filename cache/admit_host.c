@@ -44,10 +44,10 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
     for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {
       uint64_t uid = g->key_offset + r, slot = x->uniq_slot[uid], key = 0;
       uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
-      fl_code_encode(&c->tables[g->table].code, c->cfg.key_bits, id, &key);
+      fl_code_encode(&c->fixed.tables[g->table].code, c->fixed.cfg.key_bits, id, &key);
       int pointer = r >= um;
       fl_admit_choice ch =
-          fl_admit_choose(c->cfg.seed, x->now, key, c->admit_threshold, x->set.count[slot],
+          fl_admit_choose(c->fixed.cfg.seed, x->now, key, c->admit_threshold, x->set.count[slot],
                           pointer, pointer ? 0 : x->uniq_refs[uid], room > 0);
       if (ch == FL_ADMIT_NONE) continue;
       /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
@@ -73,7 +73,7 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
         p->dram_entries++, room--;
       continue;
     }
-    uint64_t slot = fl_pool_alloc(&p->pool, c->tables[g->table].cls);
+    uint64_t slot = fl_pool_alloc(&p->pool, c->fixed.tables[g->table].cls);
     if (slot == 0) { /* class full: evicted below, reclaimed for later batches */
       starved = 1;
       continue;
@@ -88,7 +88,7 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
     }
   }
   p->entries += admitted;
-  atomic_fetch_add(&c->admissions, admitted);
+  fl_cache_add(c, FL_STAT_ADMISSIONS, admitted);
   free(cand);
   free(order);
   return starved ? fl_cache_make_room(c, x->part, 1) : FL_OK;

@@ -32,12 +32,12 @@ struct fl_admit_job {
  * least frequent winners out. */
 static void add_need(const fl_cache *c, const fl_batch_arg *args, uint32_t n_args,
                      const uint32_t *per_arg, uint64_t *need) {
-  double p = c->cfg.admit_probability;
+  double p = c->fixed.cfg.admit_probability;
   for (uint32_t a = 0; a < n_args; a++) {
     double pp = 1.0 - (1.0 - p) * (1.0 - p);
     double n = per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1], mean = n * pp;
     double ask = p >= 1.0 ? n : mean + 4.0 * sqrt(mean * (1.0 - pp)) + 1.0;
-    need[c->tables[args[a].table].cls] += (uint64_t)ask;
+    need[c->fixed.tables[args[a].table].cls] += (uint64_t)ask;
   }
 }
 
@@ -72,18 +72,18 @@ void fl_admit_job_free(fl_admit_job *j) {
 static fl_status launch(fl_admit_job *j) {
   fl_cache *c = j->c;
   fl_part *p = &c->parts[j->part];
-  uint8_t *skip = malloc(c->n_tables ? c->n_tables : 1);
+  uint8_t *skip = malloc(c->fixed.n_tables ? c->fixed.n_tables : 1);
   if (!skip) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   fl_status st = fl_round_prepare(c, j->part, j->need);
   if (st != FL_OK) {
     free(skip);
     return st;
   }
-  for (uint32_t t = 0; t < c->n_tables; t++) skip[t] = (uint8_t)fl_cache_stale(c, j->gen, t);
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++) skip[t] = (uint8_t)fl_cache_stale(c, j->gen, t);
   uint64_t limit = fl_cache_unified_limit(c, j->part);
   fl_admit_batch *b = &j->a.b;
   b->v = p->index;
-  b->seed = c->cfg.seed;
+  b->seed = c->fixed.cfg.seed;
   b->threshold = c->admit_threshold;
   b->pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0;
   /* The round reads the scratch, and empties its miss set: the scratch is
@@ -101,7 +101,7 @@ static void deliver(void *ctx) {
   fl_admit_job *j = ctx;
   fl_cache *c = j->c;
   uint64_t t0 = fl_now_ns(), cpu0 = fl_thread_cpu_ns();
-  fl_status st = cudaSetDevice(c->cuda->device) == cudaSuccess
+  fl_status st = cudaSetDevice(c->fixed.cuda->device) == cudaSuccess
                      ? FL_OK
                      : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for an admission round");
   if (st == FL_OK) fl_round_wait(c, j->part);
@@ -114,8 +114,8 @@ static void deliver(void *ctx) {
   pthread_mutex_unlock(&c->lock);
   __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
   if (j->release_x) fl_cuda_scratch_release(c, j->x);
-  atomic_fetch_add(&c->ns_admission, fl_now_ns() - t0);
-  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
+  fl_cache_add(c, FL_STAT_NS_ADMISSION, fl_now_ns() - t0);
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu0);
   fl_admit_job_free(j);
 }
 
@@ -124,7 +124,7 @@ static void deliver(void *ctx) {
 static void drop(void *ctx) {
   fl_admit_job *j = ctx;
   j->x->clean_set = NULL;
-  atomic_fetch_add(&j->c->rounds_shed, 1);
+  fl_cache_add(j->c, FL_STAT_ROUNDS_SHED, 1);
   __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
   if (j->release_x) fl_cuda_scratch_release(j->c, j->x);
   fl_admit_job_free(j);

@@ -41,7 +41,7 @@ static void io_layout_of(uint32_t n_cls, uint32_t n_tables, uint64_t fill_cap, i
 
 static uint64_t status_bytes(uint32_t n_cls) { return 8ull * (3ull * n_cls + FL_ROUND_COUNTS); }
 
-static cudaStream_t maint(fl_cache *c) { return (cudaStream_t)c->cuda->maint; }
+static cudaStream_t maint(fl_cache *c) { return (cudaStream_t)c->fixed.cuda->maint; }
 
 static void drop_graph(fl_admit_round *r) {
   if (r->graph) cudaGraphExecDestroy((cudaGraphExec_t)r->graph);
@@ -55,7 +55,7 @@ static void drop_graph(fl_admit_round *r) {
 static fl_status io_alloc(fl_cache *c, const void *err, fl_admit_round *r, uint64_t fill_cap) {
   uint32_t n = r->dev.n_classes;
   io_layout l;
-  io_layout_of(n, c->n_tables, fill_cap, &l);
+  io_layout_of(n, c->fixed.n_tables, fill_cap, &l);
   void *io_d = NULL;
   uint8_t *io_h = NULL;
   cudaError_t e = fl_fault_hit(FL_FAULT_ROUND_BLOCK) ? cudaErrorMemoryAllocation
@@ -163,7 +163,7 @@ void fl_round_wait(fl_cache *c, uint32_t part) {
    * still waits for the right one. */
   uint64_t t0 = fl_now_ns();
   if (ev && cudaEventSynchronize((cudaEvent_t)ev) != cudaSuccess) (void)cudaGetLastError();
-  atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
+  fl_cache_add(c, FL_STAT_NS_ADMISSION_WAIT, fl_now_ns() - t0);
 }
 
 static fl_status apply_status(fl_cache *c, uint32_t part);
@@ -197,7 +197,7 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
 
 fl_status fl_round_settle_all(fl_cache *c, int wait, int report) {
   fl_status st = FL_OK;
-  for (uint32_t p = 0; p < c->n_parts; p++) {
+  for (uint32_t p = 0; p < c->fixed.n_parts; p++) {
     fl_status s = fl_round_settle(c, p, wait);
     if (s == FL_OK && report) s = fl_round_report(c, p);
     if (st == FL_OK) st = s;
@@ -216,21 +216,21 @@ static fl_status apply_status(fl_cache *c, uint32_t part) {
   p->entries += admitted;
   p->dram_entries += count[FL_ROUND_POINTERS];
   p->dram_entries -= promoted < p->dram_entries ? promoted : p->dram_entries;
-  atomic_fetch_add(&c->admissions, admitted);
+  fl_cache_add(c, FL_STAT_ADMISSIONS, admitted);
   p->reserved_bytes = 0;
   for (uint32_t k = 0; k < n; k++) {
     r->top[k] = r->status_h[k];
     p->reserved_bytes += r->top[k] * p->pool.classes[k].slot_bytes;
   }
   /* The slabs handed to this round are on its reservoir now. */
-  atomic_fetch_add(&c->slabs_recycled, r->limbo_released - r->limbo_tail);
+  fl_cache_add(c, FL_STAT_SLABS_RECYCLED, r->limbo_released - r->limbo_tail);
   r->limbo_tail = r->limbo_released;
   uint64_t evicted = count[FL_ROUND_EVICTED];
   if (evicted > r->evict_want) evicted = r->evict_want;
   r->evict_want = 0;
   if (evicted == 0) return FL_OK;
   p->entries -= evicted < p->entries ? evicted : p->entries;
-  atomic_fetch_add(&c->evictions, evicted);
+  fl_cache_add(c, FL_STAT_EVICTIONS, evicted);
   r->limbo_head += evicted;
   /* With every mark taken (a query has held the horizon back for many
    * rounds), the newest absorbs this one: its later epoch releases both
@@ -279,7 +279,7 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   fl_admit_round *r = p->round;
   uint32_t n = r->dev.n_classes;
   io_layout l;
-  io_layout_of(n, c->n_tables, r->fill_cap, &l);
+  io_layout_of(n, c->fixed.n_tables, r->fill_cap, &l);
   /* No new slot until taken (unfill returns what fill_n lists). */
   memset(r->io_h + l.fill_n, 0, 8ull * n);
   uint64_t total = 0;
@@ -290,7 +290,7 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
     while (cap < total) cap *= 2;
     fl_status st = io_alloc(c, c, r, cap);
     if (st != FL_OK) return st;
-    io_layout_of(n, c->n_tables, r->fill_cap, &l);
+    io_layout_of(n, c->fixed.n_tables, r->fill_cap, &l);
   }
   uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
   uint64_t at = 0;
@@ -327,7 +327,7 @@ static void unfill(fl_cache *c, uint32_t part) {
     r->limbo_tail = r->limbo_released;
   }
   io_layout l;
-  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  io_layout_of(r->dev.n_classes, c->fixed.n_tables, r->fill_cap, &l);
   uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
   uint64_t at = 0;
   for (uint32_t k = 0; k < r->dev.n_classes; k++) {
@@ -392,7 +392,7 @@ static fl_status ask_eviction(fl_cache *c, fl_admit_round *r, uint64_t want) {
     r->limbo = ring, r->limbo_cap = cap;
   }
   io_layout l;
-  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  io_layout_of(r->dev.n_classes, c->fixed.n_tables, r->fill_cap, &l);
   fl_evict_in in = {.want = want,
                     .ring = r->limbo,
                     .ring_cap = r->limbo_cap,
@@ -413,7 +413,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   if (!r->event) FL_CUDA_TRY(c, cudaStreamSynchronize(maint(c)));
   uint64_t t0 = fl_now_ns();
   fl_status st = fl_round_settle(c, part, 1);
-  atomic_fetch_add(&c->ns_admission_wait, fl_now_ns() - t0);
+  fl_cache_add(c, FL_STAT_NS_ADMISSION_WAIT, fl_now_ns() - t0);
   if (st != FL_OK) return st;
   fl_cache_collect(c);
   st = fl_cache_trim_unified(c, part);
@@ -433,7 +433,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
    * pages. With the round's eviction instead, admission dwindles in
    * ChurnRecyclesEverySlab under memcheck's slow timing. */
   if (st == FL_OK && starved) {
-    atomic_fetch_add(&c->rounds_starved, 1);
+    fl_cache_add(c, FL_STAT_ROUNDS_STARVED, 1);
     if (r->dev.n_classes == 1) {
       want = fl_cache_evict_want(c, part, 1);
     } else {
@@ -448,7 +448,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
   }
   uint32_t n = r->dev.n_classes;
   io_layout l;
-  io_layout_of(n, c->n_tables, r->fill_cap, &l);
+  io_layout_of(n, c->fixed.n_tables, r->fill_cap, &l);
   memcpy(r->io_h + l.top, r->top, 8ull * n);
   memset(r->io_h + l.count, 0, 8ull * FL_ROUND_COUNTS);
   return FL_OK;
@@ -490,9 +490,9 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
                           const uint8_t *skip, uint64_t n_keys, void *after, void *done) {
   fl_admit_round *r = c->parts[part].round;
   io_layout l;
-  io_layout_of(r->dev.n_classes, c->n_tables, r->fill_cap, &l);
+  io_layout_of(r->dev.n_classes, c->fixed.n_tables, r->fill_cap, &l);
   memcpy(r->io_h, args, args_bytes);
-  memcpy(r->io_h + l.skip, skip, c->n_tables);
+  memcpy(r->io_h + l.skip, skip, c->fixed.n_tables);
   fl_status st = FL_OK;
   if (!r->graph || n_keys > r->graph_keys) {
     /* Sized for the batch or more: batches of changing sizes rarely

@@ -80,8 +80,8 @@ static uint64_t slot_bytes(uint32_t key_bits) { return FL_INDEX_SLOT_BYTES(key_b
 static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double mean_slot,
                            uint32_t max_slot) {
   fl_part *p = &c->parts[part];
-  uint64_t ib = slot_bytes(c->cfg.key_bits);
-  double per_slot = c->cfg.max_load * mean_slot + (double)ib;
+  uint64_t ib = slot_bytes(c->fixed.cfg.key_bits);
+  double per_slot = c->fixed.cfg.max_load * mean_slot + (double)ib;
   uint64_t slots = (uint64_t)((double)budget / per_slot) + 1;
   uint64_t index_bytes = fl_align_up(slots * ib, 256);
   if (index_bytes + max_slot > budget)
@@ -100,24 +100,24 @@ static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double m
  * table's corpus bytes, capped at what caching all of it would take, with
  * what the caps free going to the others. */
 static void split_per_table(fl_cache *c, uint64_t *share) {
-  uint64_t ib = slot_bytes(c->cfg.key_bits);
-  double *need = calloc(c->n_tables, sizeof *need);
-  int *capped = calloc(c->n_tables, sizeof *capped);
-  double left = (double)c->cfg.budget_bytes;
-  for (uint32_t t = 0; t < c->n_tables; t++) {
-    const fl_table_desc *d = fl_store_desc(c->store, t);
-    uint32_t s = (uint32_t)fl_align_up(c->tables[t].vec_bytes, 16);
-    need[t] = (double)d->corpus_size * (s + ib / c->cfg.max_load) + 512.0 + 2.0 * s;
+  uint64_t ib = slot_bytes(c->fixed.cfg.key_bits);
+  double *need = calloc(c->fixed.n_tables, sizeof *need);
+  int *capped = calloc(c->fixed.n_tables, sizeof *capped);
+  double left = (double)c->fixed.cfg.budget_bytes;
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
+    const fl_table_desc *d = fl_store_desc(c->fixed.store, t);
+    uint32_t s = (uint32_t)fl_align_up(c->fixed.tables[t].vec_bytes, 16);
+    need[t] = (double)d->corpus_size * (s + ib / c->fixed.cfg.max_load) + 512.0 + 2.0 * s;
     share[t] = 512u + 2u * s;
     left -= (double)share[t];
   }
   for (int round = 0; round < 4 && left > 0; round++) {
     double weight = 0;
-    for (uint32_t t = 0; t < c->n_tables; t++)
+    for (uint32_t t = 0; t < c->fixed.n_tables; t++)
       if (!capped[t]) weight += need[t];
     if (weight <= 0) break;
     double give = left;
-    for (uint32_t t = 0; t < c->n_tables; t++) {
+    for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
       if (capped[t]) continue;
       double s = give * need[t] / weight;
       if ((double)share[t] + s >= need[t]) {
@@ -136,18 +136,18 @@ static void split_per_table(fl_cache *c, uint64_t *share) {
 
 static fl_status alloc_parts(fl_cache *c) {
   fl_status st = FL_OK;
-  uint32_t n_parts = c->cfg.layout == FL_LAYOUT_FLAT ? 1 : c->n_tables;
+  uint32_t n_parts = c->fixed.cfg.layout == FL_LAYOUT_FLAT ? 1 : c->fixed.n_tables;
   c->parts = calloc(n_parts, sizeof *c->parts);
   if (!c->parts) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory for cache parts");
-  c->n_parts = n_parts;
+  c->fixed.n_parts = n_parts;
   uint64_t *share = calloc(n_parts, sizeof *share);
   if (!share) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   if (n_parts == 1)
-    share[0] = c->cfg.budget_bytes;
+    share[0] = c->fixed.cfg.budget_bytes;
   else
     split_per_table(c, share);
   /* Slab classes: one per distinct rounded vector size within a part. */
-  uint32_t *sizes = calloc(c->n_tables, sizeof *sizes);
+  uint32_t *sizes = calloc(c->fixed.n_tables, sizeof *sizes);
   if (!sizes) {
     free(share);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -155,14 +155,14 @@ static fl_status alloc_parts(fl_cache *c) {
   for (uint32_t part = 0; part < n_parts; part++) {
     uint32_t n_cls = 0, max_slot = 0;
     double rows = 0, bytes = 0;
-    for (uint32_t t = 0; t < c->n_tables; t++) {
-      if (c->tables[t].part != part) continue;
-      uint32_t s = (uint32_t)fl_align_up(c->tables[t].vec_bytes, 16);
+    for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
+      if (c->fixed.tables[t].part != part) continue;
+      uint32_t s = (uint32_t)fl_align_up(c->fixed.tables[t].vec_bytes, 16);
       uint32_t k = 0;
       while (k < n_cls && sizes[k] != s) k++;
       if (k == n_cls) sizes[n_cls++] = s;
-      c->tables[t].cls = k;
-      double corpus = (double)fl_store_desc(c->store, t)->corpus_size + 1.0;
+      c->fixed.tables[t].cls = k;
+      double corpus = (double)fl_store_desc(c->fixed.store, t)->corpus_size + 1.0;
       rows += corpus;
       bytes += corpus * s;
       if (s > max_slot) max_slot = s;
@@ -178,12 +178,12 @@ static fl_status alloc_parts(fl_cache *c) {
     /* Index arrays, widest first so each stays aligned. */
     uint8_t *m = p->index_mem;
     p->index.slots = p->slots;
-    p->index.key_bits = c->cfg.key_bits;
+    p->index.key_bits = c->fixed.cfg.key_bits;
     p->index.locs = (uint64_t *)m;
     p->index.kv = m + p->slots * 8;
-    p->index.ts = c->cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
+    p->index.ts = c->fixed.cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
     st = fl_maint_index_reset(c, p);
-    if (st == FL_OK && c->backend == FL_BACKEND_CUDA) st = fl_round_create(c, part);
+    if (st == FL_OK && c->fixed.backend == FL_BACKEND_CUDA) st = fl_round_create(c, part);
     if (st != FL_OK) break;
   }
   free(sizes);
@@ -196,8 +196,45 @@ static fl_status clear_part(fl_cache *c, uint32_t p);
 /* Store change log: drop the changed keys so the cache never serves a stale
  * vector, and bump the table's generation so that a query which fetched the
  * old value before this change does not admit it afterwards. */
+const fl_cache_fixed *fl_cache_fixed_of(const fl_cache *c) { return &c->fixed; }
+
+const fl_index_view *fl_cache_index(const fl_cache *c, uint32_t part) {
+  return &c->parts[part].index;
+}
+
+uint32_t fl_cache_next_batch(fl_cache *c) {
+  return (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
+}
+
+int64_t fl_cache_query_begin(fl_cache *c) { return fl_reclaim_begin(&c->reclaim); }
+
+void fl_cache_query_end(fl_cache *c, int64_t ticket, void *event) {
+  fl_reclaim_end(&c->reclaim, ticket, event);
+}
+
+void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v) {
+  atomic_fetch_add_explicit(&c->stat[s], v, memory_order_relaxed);
+}
+
+void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hits,
+                          uint64_t dram_hits, uint64_t misses) {
+  fl_table_counters *k = &c->counters[t];
+  atomic_fetch_add_explicit(&k->lookups, lookups, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->hits, hits, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->dram_hits, dram_hits, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
+}
+
+int fl_cache_gathered_last(const fl_cache *c) {
+  return atomic_load_explicit(&((fl_cache *)c)->gathered_last, memory_order_relaxed);
+}
+
+void fl_cache_set_gathered_last(fl_cache *c, int gathered) {
+  atomic_store_explicit(&c->gathered_last, gathered, memory_order_relaxed);
+}
+
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
-  for (uint32_t t = 0; t < c->n_tables; t++)
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++)
     gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
 }
 
@@ -209,7 +246,7 @@ int fl_cache_stale(const fl_cache *c, const uint64_t *gen, uint32_t t) {
 static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size_t n) {
   fl_cache *c = ctx;
   if (FL_MUTANT_ON(2) && ids) return;
-  const fl_table_info *ti = &c->tables[table];
+  const fl_table_info *ti = &c->fixed.tables[table];
   uint64_t *keys = ids ? malloc((n ? n : 1) * 2 * sizeof *keys) : NULL;
   pthread_mutex_lock(&c->lock);
   __atomic_add_fetch(&c->generation[table], 1, __ATOMIC_RELEASE);
@@ -224,13 +261,13 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   }
   if (!keys) {
     /* No memory to name the keys: drop everything rather than serve stale. */
-    for (uint32_t p = 0; p < c->n_parts; p++) fl_maint_index_reset(c, &c->parts[p]);
+    for (uint32_t p = 0; p < c->fixed.n_parts; p++) fl_maint_index_reset(c, &c->parts[p]);
     pthread_mutex_unlock(&c->lock);
     return;
   }
   uint64_t *locs = keys + n, m = 0;
   for (size_t i = 0; i < n; i++)
-    if (fl_code_encode(&ti->code, c->cfg.key_bits, ids[i], &keys[m]) == 0) m++;
+    if (fl_code_encode(&ti->code, c->fixed.cfg.key_bits, ids[i], &keys[m]) == 0) m++;
   fl_part *p = &c->parts[ti->part];
   if (fl_maint_erase(c, p, keys, m, locs) == FL_OK) {
     uint64_t k = 0;
@@ -243,7 +280,7 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
     }
     if (k) {
       p->entries -= k;
-      atomic_fetch_add(&c->invalidations, k);
+      fl_cache_add(c, FL_STAT_INVALIDATIONS, k);
       if (fl_reclaim_retire(&c->reclaim, locs, k, ti->part) != 0) {
         /* Cannot track them: leak the slabs rather than risk reuse. */
       }
@@ -274,10 +311,10 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   /* Steps that report on c (maintenance, rounds) fail under the caller's
    * NULL handle: see the end. */
   fl_error_clear(c);
-  c->cfg = *cfg;
-  c->backend = backend;
-  c->store = store;
-  c->n_tables = n;
+  c->fixed.cfg = *cfg;
+  c->fixed.backend = backend;
+  c->fixed.store = store;
+  c->fixed.n_tables = n;
   c->subscription = -1;
   pthread_mutex_init(&c->lock, NULL);
   fl_reclaim_init(&c->reclaim);
@@ -289,26 +326,26 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
     fl_cache_destroy(c);
     return st;
   }
-  c->tables = calloc(n, sizeof *c->tables);
+  c->fixed.tables = calloc(n, sizeof *c->fixed.tables);
   c->generation = calloc(n, sizeof *c->generation);
   c->counters = calloc(n, sizeof *c->counters);
   /* CUDA: the caller fetches with the store's own pool; the courier
    * admits. */
   if (backend == FL_BACKEND_CUDA) {
     c->courier = fl_courier_create(0);
-    c->answerer = fl_courier_create(FL_ANSWER_SPIN_NS);
+    c->fixed.answerer = fl_courier_create(FL_ANSWER_SPIN_NS);
   } else {
-    c->workers = fl_workers_create(cfg->host_threads);
+    c->fixed.workers = fl_workers_create(cfg->host_threads);
   }
-  int threads = backend == FL_BACKEND_CUDA ? c->courier && c->answerer : c->workers != NULL;
-  if (!c->tables || !c->generation || !c->counters || !threads) {
+  int threads = backend == FL_BACKEND_CUDA ? c->courier && c->fixed.answerer : c->fixed.workers != NULL;
+  if (!c->fixed.tables || !c->generation || !c->counters || !threads) {
     free(descs);
     fl_cache_destroy(c);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   const fl_code *codes = fl_encoding_codes(c->encoding);
   for (uint32_t t = 0; t < n; t++) {
-    fl_table_info *ti = &c->tables[t];
+    fl_table_info *ti = &c->fixed.tables[t];
     ti->code = codes[t];
     ti->part = cfg->layout == FL_LAYOUT_FLAT ? 0 : t;
     ti->dim = descs[t].dim;
@@ -333,23 +370,23 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
 
 void fl_cache_destroy(fl_cache *c) {
   if (!c) return;
-  if (c->subscription >= 0) fl_store_unsubscribe(c->store, c->subscription);
-  fl_courier_destroy(c->answerer); /* its answers post rounds */
+  if (c->subscription >= 0) fl_store_unsubscribe(c->fixed.store, c->subscription);
+  fl_courier_destroy(c->fixed.answerer); /* its answers post rounds */
   fl_courier_destroy(c->courier); /* the last round launched */
-  if (c->cuda) fl_cuda_state_sync(c);
-  for (uint32_t p = 0; c->parts && p < c->n_parts; p++) {
+  if (c->fixed.cuda) fl_cuda_state_sync(c);
+  for (uint32_t p = 0; c->parts && p < c->fixed.n_parts; p++) {
     fl_round_destroy(c, p);
     fl_pool_destroy(&c->parts[p].pool);
     fl_cache_mem_free(c, c->parts[p].index_mem);
     fl_cache_mem_free(c, c->parts[p].pool_mem);
   }
-  if (c->cuda) fl_cuda_state_destroy(c);
+  if (c->fixed.cuda) fl_cuda_state_destroy(c);
   fl_reclaim_destroy(&c->reclaim);
-  fl_workers_destroy(c->workers);
+  fl_workers_destroy(c->fixed.workers);
   fl_encoding_destroy(c->encoding);
   pthread_mutex_destroy(&c->lock);
   free(c->parts);
-  free(c->tables);
+  free(c->fixed.tables);
   free(c->generation);
   free(c->counters);
   free(c);
@@ -357,13 +394,13 @@ void fl_cache_destroy(fl_cache *c) {
 
 const char *fl_cache_last_error(const fl_cache *c) { return fl_error_get(c); }
 
-fl_backend fl_cache_backend(const fl_cache *c) { return c ? c->backend : FL_BACKEND_AUTO; }
+fl_backend fl_cache_backend(const fl_cache *c) { return c ? c->fixed.backend : FL_BACKEND_AUTO; }
 
 /* CUDA: waits until every query's admission round that the courier holds is
  * launched, after the answerer has handed over those of launched prepared
  * queries. Not under the lock. */
 static void rounds_launched(fl_cache *c) {
-  if (c->answerer) fl_courier_idle(c->answerer);
+  if (c->fixed.answerer) fl_courier_idle(c->fixed.answerer);
   if (c->courier) fl_courier_idle(c->courier);
 }
 
@@ -391,7 +428,7 @@ fl_status fl_cache_clear(fl_cache *c) {
   pthread_mutex_lock(&c->lock);
   /* An earlier round's failure is reported, and the clear goes on. */
   fl_status st = fl_round_settle_all(c, 1, 1), cleared = FL_OK;
-  for (uint32_t p = 0; p < c->n_parts && cleared == FL_OK; p++) cleared = clear_part(c, p);
+  for (uint32_t p = 0; p < c->fixed.n_parts && cleared == FL_OK; p++) cleared = clear_part(c, p);
   fl_cache_collect(c);
   pthread_mutex_unlock(&c->lock);
   return st != FL_OK ? st : cleared;
@@ -401,26 +438,30 @@ fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
   rounds_launched(c);
   pthread_mutex_lock(&c->lock);
-  __atomic_store_n(&c->cfg.unified_entries, n, __ATOMIC_RELAXED); /* read outside the lock */
+  __atomic_store_n(&c->fixed.cfg.unified_entries, n, __ATOMIC_RELAXED); /* read outside the lock */
   /* Lowering the limit drops the coldest pointers now; raising it lets misses
    * leave pointers (and makes the vectors' share of the pool smaller at the
    * next admission). */
   fl_status st = fl_round_settle_all(c, 1, 1), trimmed = FL_OK;
-  for (uint32_t p = 0; p < c->n_parts && trimmed == FL_OK; p++)
+  for (uint32_t p = 0; p < c->fixed.n_parts && trimmed == FL_OK; p++)
     trimmed = fl_cache_trim_unified(c, p);
   pthread_mutex_unlock(&c->lock);
   return st != FL_OK ? st : trimmed;
 }
 
+static uint64_t stat_of(const fl_cache *c, fl_stat s) {
+  return atomic_load_explicit(&((fl_cache *)c)->stat[s], memory_order_relaxed);
+}
+
 fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_table_stats *per_table,
                              uint32_t n_tables) {
   if (!c || !out) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_stats_get: cache and out must be non-NULL");
-  if (per_table && n_tables > c->n_tables)
+  if (per_table && n_tables > c->fixed.n_tables)
     return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_stats_get: n_tables %u > the cache's %u",
-                   n_tables, c->n_tables);
+                   n_tables, c->fixed.n_tables);
   fl_cache *m = (fl_cache *)c;
   memset(out, 0, sizeof *out);
-  for (uint32_t t = 0; t < c->n_tables; t++) {
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
     fl_table_counters *k = &m->counters[t];
     fl_cache_table_stats s = {atomic_load(&k->lookups), atomic_load(&k->hits),
                               atomic_load(&k->dram_hits), atomic_load(&k->misses)};
@@ -430,27 +471,27 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
     out->misses += s.misses;
     if (per_table && t < n_tables) per_table[t] = s;
   }
-  out->queries = atomic_load(&m->queries);
-  out->evictions = atomic_load(&m->evictions);
-  out->invalidations = atomic_load(&m->invalidations);
-  out->ns_index = (double)atomic_load(&m->ns_index);
-  out->ns_hit_copy = (double)atomic_load(&m->ns_hit_copy);
-  out->ns_miss_fetch = (double)atomic_load(&m->ns_miss_fetch);
-  out->ns_admission = (double)atomic_load(&m->ns_admission);
-  out->unique_misses = atomic_load(&m->unique_misses);
-  out->ns_store_gather = (double)atomic_load(&m->ns_store_gather);
-  out->ns_admission_wait = (double)atomic_load(&m->ns_admission_wait);
-  out->ns_miss_host_cpu = (double)atomic_load(&m->ns_miss_cpu);
-  out->gpu_ns_index = (double)atomic_load(&m->gpu_ns_index);
-  out->gpu_ns_hit_copy = (double)atomic_load(&m->gpu_ns_hit_copy);
-  out->zero_copy_rows = atomic_load(&m->zero_copy_rows);
-  out->rounds_shed = atomic_load(&m->rounds_shed);
-  out->rounds_starved = atomic_load(&m->rounds_starved);
-  out->slabs_recycled = atomic_load(&m->slabs_recycled);
+  out->queries = stat_of(m, FL_STAT_QUERIES);
+  out->evictions = stat_of(m, FL_STAT_EVICTIONS);
+  out->invalidations = stat_of(m, FL_STAT_INVALIDATIONS);
+  out->ns_index = (double)stat_of(m, FL_STAT_NS_INDEX);
+  out->ns_hit_copy = (double)stat_of(m, FL_STAT_NS_HIT_COPY);
+  out->ns_miss_fetch = (double)stat_of(m, FL_STAT_NS_MISS_FETCH);
+  out->ns_admission = (double)stat_of(m, FL_STAT_NS_ADMISSION);
+  out->unique_misses = stat_of(m, FL_STAT_UNIQUE_MISSES);
+  out->ns_store_gather = (double)stat_of(m, FL_STAT_NS_STORE_GATHER);
+  out->ns_admission_wait = (double)stat_of(m, FL_STAT_NS_ADMISSION_WAIT);
+  out->ns_miss_host_cpu = (double)stat_of(m, FL_STAT_NS_MISS_CPU);
+  out->gpu_ns_index = (double)stat_of(m, FL_STAT_GPU_NS_INDEX);
+  out->gpu_ns_hit_copy = (double)stat_of(m, FL_STAT_GPU_NS_HIT_COPY);
+  out->zero_copy_rows = stat_of(m, FL_STAT_ZERO_COPY_ROWS);
+  out->rounds_shed = stat_of(m, FL_STAT_ROUNDS_SHED);
+  out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);
+  out->slabs_recycled = stat_of(m, FL_STAT_SLABS_RECYCLED);
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
   fl_round_settle_all(m, 0, 0);
-  for (uint32_t p = 0; p < c->n_parts; p++) {
+  for (uint32_t p = 0; p < c->fixed.n_parts; p++) {
     out->pool_bytes_used += c->parts[p].pool.used_bytes - c->parts[p].reserved_bytes;
     out->pool_bytes += c->parts[p].pool.bytes;
     out->index_bytes += c->parts[p].index_bytes;
@@ -458,7 +499,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
     out->unified_entries += c->parts[p].dram_entries;
     out->index_slots += c->parts[p].slots;
   }
-  out->admissions = atomic_load(&m->admissions);
+  out->admissions = stat_of(m, FL_STAT_ADMISSIONS);
   pthread_mutex_unlock(&m->lock);
   return FL_OK;
 }
@@ -474,28 +515,11 @@ fl_status fl_cache_sync(fl_cache *c) {
 
 void fl_cache_stats_reset(fl_cache *c) {
   if (!c) return;
-  for (uint32_t t = 0; t < c->n_tables; t++) {
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
     atomic_store(&c->counters[t].lookups, 0);
     atomic_store(&c->counters[t].hits, 0);
     atomic_store(&c->counters[t].dram_hits, 0);
     atomic_store(&c->counters[t].misses, 0);
   }
-  atomic_store(&c->queries, 0);
-  atomic_store(&c->admissions, 0);
-  atomic_store(&c->evictions, 0);
-  atomic_store(&c->invalidations, 0);
-  atomic_store(&c->ns_index, 0);
-  atomic_store(&c->ns_hit_copy, 0);
-  atomic_store(&c->ns_miss_fetch, 0);
-  atomic_store(&c->ns_admission, 0);
-  atomic_store(&c->unique_misses, 0);
-  atomic_store(&c->ns_store_gather, 0);
-  atomic_store(&c->ns_admission_wait, 0);
-  atomic_store(&c->ns_miss_cpu, 0);
-  atomic_store(&c->gpu_ns_index, 0);
-  atomic_store(&c->gpu_ns_hit_copy, 0);
-  atomic_store(&c->zero_copy_rows, 0);
-  atomic_store(&c->rounds_shed, 0);
-  atomic_store(&c->rounds_starved, 0);
-  atomic_store(&c->slabs_recycled, 0);
+  for (int i = 0; i < FL_STAT_COUNT; i++) atomic_store(&c->stat[i], 0);
 }

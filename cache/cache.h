@@ -1,6 +1,7 @@
-/* cache.h: the cache's internal state, shared by cache/ (memory, eviction,
- * reclamation, invalidation) and fusion/ (the query path). Not a public
- * header: users see only the opaque fl_cache of include/fleche.h. */
+/* cache.h: the cache's internal state, private to cache/ (memory,
+ * admission, eviction, reclamation, invalidation). The query path (fusion/)
+ * sees it through query_side.h; users see only the opaque fl_cache of
+ * include/fleche.h. */
 #ifndef FL_CACHE_CACHE_H
 #define FL_CACHE_CACHE_H
 
@@ -9,6 +10,7 @@
 
 #include "cache/index.h"
 #include "cache/pool.h"
+#include "cache/query_side.h"
 #include "cache/reclaim.h"
 #include "common/parallel.h"
 #include "include/fleche.h"
@@ -37,16 +39,6 @@ typedef struct fl_part {
   struct fl_admit_round *round; /* CUDA admission rounds (admit_round.h), NULL on host */
 } fl_part;
 
-/* Per-table facts the query path needs, fixed at create time. */
-typedef struct fl_table_info {
-  fl_code code;          /* flat-key code of the table */
-  uint32_t part;         /* part serving the table */
-  uint32_t cls;          /* slab class in that part's pool */
-  uint32_t vec_bytes;    /* dim * element size */
-  uint32_t dim;
-  fl_id_kind id_kind;
-} fl_table_info;
-
 typedef struct fl_table_counters {
   _Atomic uint64_t lookups, hits, dram_hits, misses;
 } fl_table_counters;
@@ -54,14 +46,9 @@ typedef struct fl_table_counters {
 typedef struct fl_cuda_state fl_cuda_state; /* cache/cuda_state.h */
 
 struct fl_cache {
-  fl_config cfg;
-  fl_backend backend;         /* resolved: HOST or CUDA */
-  fl_store *store;
+  fl_cache_fixed fixed;       /* config, backend, store, tables, parts, threads */
   fl_encoding *encoding;
-  uint32_t n_tables;
-  fl_table_info *tables;
-  uint32_t n_parts;
-  fl_part *parts;
+  fl_part *parts;             /* fixed.n_parts */
   uint64_t admit_threshold;   /* fl_admit_threshold(cfg.admit_probability) */
   int subscription;           /* store change-log subscription id */
 
@@ -72,28 +59,14 @@ struct fl_cache {
   uint64_t *generation;       /* per table: bumped by every store change */
   uint64_t batch;             /* batch counter: LRU clock and coin input */
 
-  fl_workers *workers;        /* host backend threads; NULL on CUDA (the store gathers) */
-  fl_cuda_state *cuda;        /* CUDA backend state, NULL on host */
   /* CUDA: prepares and launches each batch's admission round, one at a
-   * time, after its query returned (fusion/query_cuda.c). Whoever needs the
-   * rounds launched (sync, clear, destroy, a prepared query reusing its
-   * scratch) waits for it to be idle, never under the lock, which its job
-   * takes. */
+   * time, after its query returned (admit_job.c). Whoever needs the rounds
+   * launched (sync, clear, destroy, a prepared query reusing its scratch)
+   * waits for it to be idle, never under the lock, which its job takes. */
   struct fl_courier *courier;
-  /* CUDA: answers prepared queries launched without waiting
-   * (fl_prepared_launch): waits for each run's counters, gathers its rows
-   * and raises its graph's gate (fusion/query_cuda.c). It spins a while for
-   * the next run before it sleeps. */
-  struct fl_courier *answerer;
 
-  /* Statistics. */
-  _Atomic uint64_t queries, admissions, evictions, invalidations;
-  _Atomic uint64_t ns_index, ns_hit_copy, ns_miss_fetch, ns_admission;
-  _Atomic uint64_t unique_misses, ns_store_gather, ns_admission_wait, ns_miss_cpu;
-  _Atomic uint64_t zero_copy_rows, rounds_shed, rounds_starved, slabs_recycled;
-  _Atomic uint64_t gpu_ns_index, gpu_ns_hit_copy; /* cfg.profile only */
-  _Atomic int gathered_last;  /* CUDA: the last batch gathered rows on the host
-                                 (fusion/query_cuda.c) */
+  _Atomic uint64_t stat[FL_STAT_COUNT];
+  _Atomic int gathered_last;  /* fl_cache_gathered_last */
   fl_table_counters *counters;
 };
 
@@ -115,15 +88,6 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs);
 
-/* --- store changes (cache.c) --- */
-/* Reads each table's generation into gen: before any row of the batch is
- * read from the store (by the host's fetch, or in place by the GPU), so that
- * admission can skip the tables changed since (fl_cache_stale). */
-void fl_cache_generations(const fl_cache *c, uint64_t *gen);
-/* 1 when table t changed in the store since gen was read: rows fetched
- * before may be stale and must not be admitted. */
-int fl_cache_stale(const fl_cache *c, const uint64_t *gen, uint32_t t);
-
 /* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
 /* Frees reclaimable slabs, trims unified entries, then evicts down to the
  * low watermark if part p is above the high watermark, or `starved` (a
@@ -141,8 +105,6 @@ void fl_cache_collect(fl_cache *c);
 /* fl_reclaim_horizon of the cache's reclamation: slabs marked in an earlier
  * epoch are free to reuse. */
 uint64_t fl_cache_horizon(fl_cache *c);
-/* Part p's share of cfg.unified_entries. */
-uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part);
 /* Drops the coldest unified entries of part p above its share. */
 fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part);
 

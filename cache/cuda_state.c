@@ -15,7 +15,7 @@ enum { FL_MAX_CONCURRENT_QUERIES = 64 };
 
 fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out) {
   *out = NULL;
-  if (c->backend == FL_BACKEND_CUDA) {
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
     cudaError_t e = cudaMalloc(out, bytes ? bytes : 16);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
@@ -37,7 +37,7 @@ fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out) {
 
 void fl_cache_mem_free(fl_cache *c, void *p) {
   if (!p) return;
-  if (c->backend == FL_BACKEND_CUDA)
+  if (c->fixed.backend == FL_BACKEND_CUDA)
     cudaFree(p);
   else
     free(p);
@@ -68,30 +68,30 @@ static const void *device_address(const void *p) {
 /* Maps the store's dense rows and seqlock stripes for zero-copy reads; the
  * cache reads nothing in place when that fails or no table is dense. */
 static fl_status zero_copy_setup(fl_cache *c) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   const void *any = NULL;
-  for (uint32_t t = 0; t < c->n_tables && !any; t++) any = fl_store_dense_rows(c->store, t);
-  if (!c->cfg.zero_copy_rows || !any || fl_store_map_rows(c->store, map_region, unmap_region) != 0)
+  for (uint32_t t = 0; t < c->fixed.n_tables && !any; t++) any = fl_store_dense_rows(c->fixed.store, t);
+  if (!c->fixed.cfg.zero_copy_rows || !any || fl_store_map_rows(c->fixed.store, map_region, unmap_region) != 0)
     return FL_OK;
-  s->zc_rows = calloc(c->n_tables ? c->n_tables : 1, sizeof *s->zc_rows);
+  s->zc_rows = calloc(c->fixed.n_tables ? c->fixed.n_tables : 1, sizeof *s->zc_rows);
   if (!s->zc_rows) {
-    fl_store_unmap_rows(c->store);
+    fl_store_unmap_rows(c->fixed.store);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  for (uint32_t t = 0; t < c->n_tables; t++)
-    s->zc_rows[t] = device_address(fl_store_dense_rows(c->store, t));
-  s->zc_seq = device_address(fl_store_seq_stripes(c->store));
-  s->zc_limit = s->zc_seq ? c->cfg.zero_copy_rows : 0;
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++)
+    s->zc_rows[t] = device_address(fl_store_dense_rows(c->fixed.store, t));
+  s->zc_seq = device_address(fl_store_seq_stripes(c->fixed.store));
+  s->zc_limit = s->zc_seq ? c->fixed.cfg.zero_copy_rows : 0;
   return FL_OK;
 }
 
 fl_status fl_cuda_state_create(fl_cache *c) {
   fl_cuda_state *s = calloc(1, sizeof *s);
   if (!s) return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  c->cuda = s;
+  c->fixed.cuda = s;
   pthread_mutex_init(&s->events_lock, NULL);
   pthread_mutex_init(&s->scratch_lock, NULL);
-  s->device = c->cfg.device;
+  s->device = c->fixed.cfg.device;
   FL_CUDA_TRY(NULL, cudaSetDevice(s->device));
   cudaStream_t st;
   FL_CUDA_TRY(NULL, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -100,7 +100,7 @@ fl_status fl_cuda_state_create(fl_cache *c) {
 }
 
 void fl_cuda_state_sync(fl_cache *c) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   if (!s) return;
   if (s->maint) cudaStreamSynchronize((cudaStream_t)s->maint);
   for (size_t i = 0; i < s->n_scratch; i++) {
@@ -110,7 +110,7 @@ void fl_cuda_state_sync(fl_cache *c) {
 }
 
 void fl_cuda_state_destroy(fl_cache *c) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   if (!s) return;
   fl_cuda_state_sync(c);
   for (size_t i = 0; i < s->n_scratch; i++) {
@@ -127,14 +127,14 @@ void fl_cuda_state_destroy(fl_cache *c) {
   cudaFree(s->m_dev);
   cudaFreeHost(s->m_host);
   if (s->maint) cudaStreamDestroy((cudaStream_t)s->maint);
-  if (s->zc_rows) fl_store_unmap_rows(c->store);
+  if (s->zc_rows) fl_store_unmap_rows(c->fixed.store);
   free(s->zc_rows);
   free(s->scratch);
   free(s->free_events);
   pthread_mutex_destroy(&s->events_lock);
   pthread_mutex_destroy(&s->scratch_lock);
   free(s);
-  c->cuda = NULL;
+  c->fixed.cuda = NULL;
 }
 
 int fl_cuda_event_done(void *ctx, void *event) {
@@ -147,7 +147,7 @@ int fl_cuda_event_done(void *ctx, void *event) {
 
 void fl_cuda_event_release(void *ctx, void *event) {
   fl_cache *c = ctx;
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   if (!s) return;
   pthread_mutex_lock(&s->events_lock);
   if (s->n_free_events == s->cap_free_events) {
@@ -166,7 +166,7 @@ void fl_cuda_event_release(void *ctx, void *event) {
 }
 
 fl_status fl_cuda_event_get(fl_cache *c, void **event) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   pthread_mutex_lock(&s->events_lock);
   void *pooled = s->n_free_events ? s->free_events[--s->n_free_events] : NULL;
   pthread_mutex_unlock(&s->events_lock);
@@ -205,7 +205,7 @@ static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t want_de
 
 fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes, void **dev,
                                 void **host) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   fl_status st = grow(c, &s->m_dev, &s->m_dev_bytes, dev_bytes, &s->m_host, &s->m_host_bytes,
                       host_bytes);
   *dev = s->m_dev;
@@ -241,7 +241,7 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
 
 fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   uint32_t part, fl_scratch **out) {
-  fl_cuda_state *s = c->cuda;
+  fl_cuda_state *s = c->fixed.cuda;
   fl_status st = FL_OK;
   pthread_mutex_lock(&s->scratch_lock);
   fl_scratch *x = NULL;
@@ -320,14 +320,14 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
 }
 
 void fl_cuda_scratch_keep(fl_cache *c, fl_scratch *x) {
-  pthread_mutex_lock(&c->cuda->scratch_lock);
+  pthread_mutex_lock(&c->fixed.cuda->scratch_lock);
   x->kept = 1;
-  pthread_mutex_unlock(&c->cuda->scratch_lock);
+  pthread_mutex_unlock(&c->fixed.cuda->scratch_lock);
 }
 
 void fl_cuda_scratch_release(fl_cache *c, fl_scratch *x) {
-  pthread_mutex_lock(&c->cuda->scratch_lock);
+  pthread_mutex_lock(&c->fixed.cuda->scratch_lock);
   x->in_use = 0;
   x->kept = 0;
-  pthread_mutex_unlock(&c->cuda->scratch_lock);
+  pthread_mutex_unlock(&c->fixed.cuda->scratch_lock);
 }

@@ -2,8 +2,9 @@
  * maintenance stream that serializes every index mutation, a pool of reusable
  * events, and scratch buffers (device and pinned host) for maintenance and
  * for queries. The reclamation hooks are safe on the host backend
- * (c->cuda == NULL, no events); the rest is called on CUDA caches only. It
- * also owns fl_cache_mem_alloc/free for both backends (cache.h). */
+ * (no CUDA state, no events); the rest is called on CUDA caches only. It
+ * also owns fl_cache_mem_alloc/free for both backends (cache.h). The query
+ * path (fusion/) uses its scratch sets and events through this header. */
 #ifndef FL_CACHE_CUDA_STATE_H
 #define FL_CACHE_CUDA_STATE_H
 

@@ -22,7 +22,7 @@ static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
 void fl_cache_collect(fl_cache *c) {
   fl_reclaim_hooks h = {free_slab, fl_cuda_event_done, fl_cuda_event_release, c};
   if (fl_reclaim_collect(&c->reclaim, &h))
-    for (uint32_t p = 0; p < c->n_parts; p++) fl_pool_compact(&c->parts[p].pool);
+    for (uint32_t p = 0; p < c->fixed.n_parts; p++) fl_pool_compact(&c->parts[p].pool);
 }
 
 uint64_t fl_cache_horizon(fl_cache *c) {
@@ -43,7 +43,7 @@ fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind
     return FL_OK;
   }
   p->entries -= k < p->entries ? k : p->entries;
-  if (evicted) atomic_fetch_add(&c->evictions, k);
+  if (evicted) fl_cache_add(c, FL_STAT_EVICTIONS, k);
   if (fl_reclaim_retire(&c->reclaim, locs, k, part) != 0)
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
                    (unsigned long long)k);
@@ -76,9 +76,9 @@ static fl_status evict_coldest(fl_cache *c, uint32_t part, fl_entry_kind kind, u
 
 uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
   uint64_t total = 0;
-  for (uint32_t p = 0; p < c->n_parts; p++) total += c->parts[p].slots;
+  for (uint32_t p = 0; p < c->fixed.n_parts; p++) total += c->parts[p].slots;
   /* Per-table layout: each part's share in proportion to its index. */
-  uint64_t limit = __atomic_load_n(&c->cfg.unified_entries, __ATOMIC_RELAXED);
+  uint64_t limit = __atomic_load_n(&c->fixed.cfg.unified_entries, __ATOMIC_RELAXED);
   return (uint64_t)((double)limit * (double)c->parts[part].slots / (double)total);
 }
 
@@ -87,7 +87,7 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
  * vectors' share of the budget shrinks by the index bytes it takes. */
 static double unified_reserve(const fl_cache *c, uint32_t part) {
   double r = (double)fl_cache_unified_limit(c, part) *
-             FL_INDEX_SLOT_BYTES(c->cfg.key_bits) / c->cfg.max_load;
+             FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits) / c->fixed.cfg.max_load;
   double cap = (double)c->parts[part].pool.bytes;
   return r < cap ? r : cap;
 }
@@ -103,7 +103,7 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   const fl_part *p = &c->parts[part];
   /* The vectors' capacity: the pool less what unified entries take. */
   double cap = (double)p->pool.bytes - unified_reserve(c, part);
-  double high = c->cfg.high_watermark * cap;
+  double high = c->fixed.cfg.high_watermark * cap;
   /* Use: vectors live or awaiting reclamation; free slots on the CUDA
    * reservoirs are not, nor slabs a round evicted that wait in limbo to be
    * reused (counted at the part's average slot): they are freed already,
@@ -116,10 +116,10 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   /* Entries to evict: bring use to the low watermark, counting the average
    * slot of this part; a starved class (no slot, no free page) below the
    * watermark still frees the same share of the pool so whole pages empty. */
-  double low = c->cfg.low_watermark * cap;
+  double low = c->fixed.cfg.low_watermark * cap;
   double avg = used / (double)p->entries;
   double excess = used - low;
-  double floor = (1.0 - c->cfg.low_watermark) * used;
+  double floor = (1.0 - c->fixed.cfg.low_watermark) * used;
   if (excess < floor) excess = floor;
   uint64_t want = (uint64_t)(excess / avg) + 1;
   return want < p->entries ? want : p->entries;

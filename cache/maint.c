@@ -11,13 +11,13 @@
 #include "common/cuda_check.h"
 #include "cache/cuda_state.h"
 
-static cudaStream_t maint_stream(fl_cache *c) { return (cudaStream_t)c->cuda->maint; }
+static cudaStream_t maint_stream(fl_cache *c) { return (cudaStream_t)c->fixed.cuda->maint; }
 
 fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
   p->entries = 0;
   p->dram_entries = 0;
-  if (c->backend == FL_BACKEND_CUDA) {
-    FL_CUDA_TRY(c, fl_launch_index_reset(p->index, c->cuda->maint));
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
+    FL_CUDA_TRY(c, fl_launch_index_reset(p->index, c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     return FL_OK;
   }
@@ -27,11 +27,11 @@ fl_status fl_maint_index_reset(fl_cache *c, fl_part *p) {
 
 fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now,
                                  uint64_t hist[FL_AGE_BUCKETS]) {
-  if (c->backend == FL_BACKEND_CUDA) {
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
     fl_status st = fl_cuda_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
     if (st != FL_OK) return st;
-    FL_CUDA_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, dev, FL_AGE_BUCKETS * 8, cudaMemcpyDeviceToHost,
                                    maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
@@ -47,14 +47,14 @@ fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, ui
 fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now, uint32_t b,
                          uint64_t quota, uint64_t *locs, uint64_t *n_locs) {
   *n_locs = 0;
-  if (c->backend == FL_BACKEND_CUDA) {
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
     size_t bytes = 16 + p->slots * 8;
     fl_status st = fl_cuda_maint_buffers(c, bytes, 16, &dev, &host);
     if (st != FL_OK) return st;
     unsigned long long *counters = dev;
     uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
-    FL_CUDA_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     uint64_t n = ((unsigned long long *)host)[0];
@@ -80,13 +80,13 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs) {
   if (n == 0) return FL_OK;
-  if (c->backend == FL_BACKEND_CUDA) {
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
     fl_status st = fl_cuda_maint_buffers(c, n * 16, 0, &dev, &host);
     if (st != FL_OK) return st;
     uint64_t *dkeys = dev, *dlocs = (uint64_t *)dev + n;
     FL_CUDA_TRY(c, cudaMemcpyAsync(dkeys, keys, n * 8, cudaMemcpyHostToDevice, maint_stream(c)));
-    FL_CUDA_TRY(c, fl_launch_erase(p->index, dkeys, n, dlocs, c->cuda->maint));
+    FL_CUDA_TRY(c, fl_launch_erase(p->index, dkeys, n, dlocs, c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(locs, dlocs, n * 8, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     return FL_OK;

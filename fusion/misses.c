@@ -108,19 +108,19 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
   uint64_t t0 = fl_now_ns(), cpu1 = fl_thread_cpu_ns();
   fl_status st = FL_OK;
   if (nq)
-    st = fl_store_gather_watched(c->store, q, nq, c->cfg.missing, staged && !nr ? &watch : NULL,
+    st = fl_store_gather_watched(b->f->store, q, nq, b->f->cfg.missing, staged && !nr ? &watch : NULL,
                                  want_refs ? refs_out : NULL, for_device);
   if (st == FL_OK && nr)
-    st = fl_store_gather_refs(c->store, rq, nr, c->cfg.missing, NULL, for_device);
+    st = fl_store_gather_refs(b->f->store, rq, nr, b->f->cfg.missing, NULL, for_device);
   uint64_t cpu2 = fl_thread_cpu_ns();
-  atomic_fetch_add(&c->ns_store_gather, fl_now_ns() - t0);
-  atomic_fetch_add(&c->unique_misses, rows);
-  if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(c->store));
+  fl_cache_add(c, FL_STAT_NS_STORE_GATHER, fl_now_ns() - t0);
+  fl_cache_add(c, FL_STAT_UNIQUE_MISSES, rows);
+  if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(b->f->store));
   else if (staged && (feed.fed < bytes || rows == 0)) feed_rows(&feed, rows);
   if (st == FL_OK) st = feed.st;
   /* This thread's CPU time outside the gathers, and the hand-overs made
    * from inside a watched gather. */
-  atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2) + feed.cpu_ns);
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2) + feed.cpu_ns);
   free(q);
   free(rq);
   free(row_bytes);
@@ -134,22 +134,18 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
     const fl_batch_arg *g = &b->args[a];
     uint32_t miss = per_arg[FL_MISS_COUNTERS * a];
     if (!miss || !in_place[g->table]) continue;
-    fl_status st = fl_store_refs(b->c->store, g->table, ids + g->key_offset, miss,
+    fl_status st = fl_store_refs(b->f->store, g->table, ids + g->key_offset, miss,
                                  refs + g->key_offset);
-    if (st != FL_OK) return fl_fail(b->c, st, "%s", fl_store_last_error(b->c->store));
+    if (st != FL_OK) return fl_fail(b->c, st, "%s", fl_store_last_error(b->f->store));
   }
   return FL_OK;
 }
 
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {
-  fl_cache *c = b->c;
   for (uint32_t a = 0; a < b->n_args; a++) {
-    fl_table_counters *k = &c->counters[b->args[a].table];
     uint64_t misses = per_arg[FL_MISS_COUNTERS * a + 2], dram = per_arg[FL_MISS_COUNTERS * a + 3];
-    atomic_fetch_add_explicit(&k->lookups, b->args[a].n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->dram_hits, dram, memory_order_relaxed);
-    atomic_fetch_add_explicit(&k->hits, b->args[a].n - misses - dram, memory_order_relaxed);
+    fl_cache_count_table(b->c, b->args[a].table, b->args[a].n, b->args[a].n - misses - dram, dram,
+                         misses);
   }
 }
 
@@ -157,7 +153,7 @@ fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id
   uint32_t a = 0;
   while (a + 1 < b->n_args && b->args[a + 1].key_offset <= pos) a++;
   uint64_t at = pos - b->args[a].key_offset;
-  const fl_table_desc *d = fl_store_desc(b->c->store, b->args[a].table);
+  const fl_table_desc *d = fl_store_desc(b->f->store, b->args[a].table);
   return fl_fail(b->c, FL_ERR_OUT_OF_RANGE,
                  "query %u, table %u ('%s'): id %llu at position %llu is out of range "
                  "(corpus size %llu)",

@@ -14,14 +14,14 @@ int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_v
   int e = (int)fl_launch_copy(to, v->d.args, v->h.args, s->l.header_end, cudaMemcpyHostToDevice);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[0], stream);
   if (!e)
-    e = fl_launch_index(b->c->parts[b->part].index, v->d.codes, A, v->d.scan_index, b->n_args,
+    e = fl_launch_index(*fl_cache_index(b->c, b->part), v->d.codes, A, v->d.scan_index, b->n_args,
                         s->index_threads, b->n_keys, v->d.run, v->locs, v->m,
                         fl_run_publish(&s->l, v), clear_set, to);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[1], stream);
   if (!e) e = fl_launch_copy_hits(A, v->d.scan_copy, b->n_args, s->copy_threads, v->locs, to);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[2], stream);
   if (!e && zc_limit)
-    e = fl_launch_zero_copy(A, b->n_args, v->m, v->d.zc, zc_limit, b->c->cuda->zc_seq,
+    e = fl_launch_zero_copy(A, b->n_args, v->m, v->d.zc, zc_limit, b->f->cuda->zc_seq,
                             v->stage_base, v->staging, to);
   if (!e && zc_limit)
     e = fl_launch_scatter_in_place(A, v->d.offsets, b->n_args, v->m, v->d.zc, zc_limit,
@@ -102,7 +102,7 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
 fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launched, int want_refs,
                           int upload, int *in_place_out, uint64_t *host_rows) {
   fl_cache *c = b->c;
-  const fl_cuda_state *cs = c->cuda;
+  const fl_cuda_state *cs = b->f->cuda;
   const uint32_t *per_arg = v->h_per_arg;
   uint64_t cpu0 = fl_thread_cpu_ns(), rows = 0, zc_rows = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
@@ -121,15 +121,15 @@ fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launch
                                               fl_launch_on(b->stream));
     if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
                           cudaGetErrorString((cudaError_t)e));
-    atomic_fetch_add(&c->unique_misses, zc_rows);
-    atomic_fetch_add(&c->zero_copy_rows, zc_rows);
+    fl_cache_add(c, FL_STAT_UNIQUE_MISSES, zc_rows);
+    fl_cache_add(c, FL_STAT_ZERO_COPY_ROWS, zc_rows);
   }
   fl_misses_layout(b, per_arg, v->h_stage_base);
   upload_job up = {b, v, in_place};
-  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu0);
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu0);
   fl_status st = FL_OK;
   if (want_refs && in_place) st = fl_misses_refs(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, in_place);
-  atomic_store_explicit(&c->gathered_last, *host_rows != 0, memory_order_relaxed);
+  fl_cache_set_gathered_last(c, *host_rows != 0);
   if (st == FL_OK && *host_rows)
     st = fl_misses_fetch(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, want_refs, v->h_staging,
                          v->h_stage_base, in_place, upload ? upload_stretch : NULL, &up, 1);
@@ -148,12 +148,12 @@ void fl_phase_end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, void *stream)
   void *ev = NULL;
   if (fl_cuda_event_get(c, &ev) == FL_OK &&
       cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream) == cudaSuccess) {
-    fl_reclaim_end(&c->reclaim, ticket, ev);
+    fl_cache_query_end(c, ticket, ev);
   } else {
     /* No event: wait for the stream instead, then end at once. */
     cudaStreamSynchronize((cudaStream_t)stream);
     if (ev) fl_cuda_event_release(c, ev);
-    fl_reclaim_end(&c->reclaim, ticket, NULL);
+    fl_cache_query_end(c, ticket, NULL);
   }
   cudaEventRecord((cudaEvent_t)x->busy_until, (cudaStream_t)stream);
 }

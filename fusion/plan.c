@@ -12,6 +12,7 @@
  * the launch needs a CUDA call, and the host's half (the counters, the
  * gather, the gate, the admission round) is the cache's answerer thread's. */
 #include <cuda_runtime_api.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ void fl_plan_set_async(fl_plan *pl, int async) { pl->async = async; }
  * reported yet (once). */
 fl_status fl_plan_wait(fl_cache *c, fl_plan *pl) {
   uint64_t t = __atomic_load_n(&pl->answer_ticket, __ATOMIC_ACQUIRE);
-  if (t) fl_courier_wait(c->answerer, t);
+  if (t) fl_courier_wait(fl_cache_fixed_of(c)->answerer, t);
   fl_status st = pl->answer_st;
   if (st == FL_OK) return FL_OK;
   pl->answer_st = FL_OK;
@@ -187,7 +188,7 @@ static void *build_graph(fl_part_batch *b, fl_plan *pl, int gated) {
   void *last = NULL;
   int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
   fl_launch_to to = {NULL, g, &last, 1};
-  ok = ok && fl_phase_index(b, &pl->s, &pl->v, 0, b->c->cuda->zc_limit, gated, to, NULL) == 0;
+  ok = ok && fl_phase_index(b, &pl->s, &pl->v, 0, b->f->cuda->zc_limit, gated, to, NULL) == 0;
   ok = ok && !fl_fault_hit(FL_FAULT_PLAN_GRAPH) && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
@@ -211,7 +212,7 @@ static void build_graphs(fl_part_batch *b, fl_plan *pl) {
     return;
   }
   pl->exec_gated = gated ? build_graph(b, pl, 1) : NULL;
-  pl->zc_graph = b->c->cuda->zc_limit != 0;
+  pl->zc_graph = b->f->cuda->zc_limit != 0;
 }
 
 void fl_plan_end_run(fl_plan *pl, fl_part_batch *b, int ok, int posted) {
@@ -240,7 +241,7 @@ static fl_status answer_misses(gated_answer *a, fl_plan *pl, uint64_t n_miss, ui
   fl_cache *c = b->c;
   fl_query_count(b, pl->v.h_per_arg);
   if (!n_miss) {
-    atomic_store_explicit(&c->gathered_last, 0, memory_order_relaxed);
+    fl_cache_set_gathered_last(c, 0);
     return FL_OK;
   }
   int in_place = 0;
@@ -250,8 +251,8 @@ static fl_status answer_misses(gated_answer *a, fl_plan *pl, uint64_t n_miss, ui
   if (st == FL_OK &&
       !(*round = fl_phase_admit_job(b, &pl->v, pl->s.x, n_miss, &a->gen, a->want_refs, 0)))
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
-  atomic_fetch_add(&c->ns_miss_fetch, fl_now_ns() - t1);
-  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu2);
+  fl_cache_add(c, FL_STAT_NS_MISS_FETCH, fl_now_ns() - t1);
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu2);
   return st;
 }
 
@@ -274,7 +275,7 @@ static fl_status answer(gated_answer *a, fl_plan *pl) {
                                     FL_COUNTERS_WHAT);
   if (st == FL_OK) {
     uint64_t t1 = fl_now_ns();
-    atomic_fetch_add(&c->ns_index, t1 - a->t0);
+    fl_cache_add(c, FL_STAT_NS_INDEX, t1 - a->t0);
     bad = v->h_counters[1];
     if (bad == ~0ull) st = answer_misses(a, pl, v->h_counters[0], t1, &round);
   }
@@ -308,12 +309,12 @@ static fl_status answer(gated_answer *a, fl_plan *pl) {
 static void answer_deliver(void *ctx) {
   fl_plan *pl = ctx;
   fl_cache *c = pl->answer.b.c;
+  const struct fl_cuda_state *cs = pl->answer.b.f->cuda;
   /* Once per thread (the answerer is the cache's own): no CUDA call before
    * the gate that need not be made (FL_ANSWER_CHECK_NS). */
   static _Thread_local int device = -1;
-  if (device != c->cuda->device && cudaSetDevice(c->cuda->device) == cudaSuccess)
-    device = c->cuda->device;
-  fl_status st = device == c->cuda->device
+  if (device != cs->device && cudaSetDevice(cs->device) == cudaSuccess) device = cs->device;
+  fl_status st = device == cs->device
                      ? answer(&pl->answer, pl)
                      : fl_fail(c, FL_ERR_CUDA, "selecting the cache's device for a launched query");
   if (st != FL_OK) {
@@ -354,7 +355,7 @@ static void post_answer(fl_plan *pl, fl_part_batch *b, uint64_t **gen, int want_
   a->t0 = t0;
   a->ticket = pl->ticket;
   a->want_refs = want_refs;
-  fl_courier_post(b->c->answerer, (fl_courier_job){answer_deliver, answer_drop, pl,
+  fl_courier_post(b->f->answerer, (fl_courier_job){answer_deliver, answer_drop, pl,
                                                    (uint64_t)(uintptr_t)pl, &pl->answer_ticket});
 }
 

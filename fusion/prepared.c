@@ -27,9 +27,10 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
   if (st != FL_OK) return st;
   fl_prepared *p = calloc(1, sizeof *p);
   size_t n = n_queries ? n_queries : 1;
-  int cuda = c->backend == FL_BACKEND_CUDA;
+  const fl_cache_fixed *f = fl_cache_fixed_of(c);
+  int cuda = f->backend == FL_BACKEND_CUDA;
   if (p) p->queries = malloc(n * sizeof *p->queries);
-  int one_batch = c->n_parts == 1 && n_queries <= FL_LAUNCH_MAX_QUERIES;
+  int one_batch = f->n_parts == 1 && n_queries <= FL_LAUNCH_MAX_QUERIES;
   if (p && cuda) p->views = malloc(n * sizeof *p->views);
   if (p && cuda && one_batch) p->plan = fl_plan_create();
   if (!p || !p->queries || (cuda && !p->views) || (cuda && one_batch && !p->plan)) {

@@ -12,10 +12,11 @@
 fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
   if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
   uint64_t total = 0;
+  uint32_t n_tables = fl_cache_fixed_of(c)->n_tables;
   for (uint32_t i = 0; i < n; i++) {
-    if (q[i].table >= c->n_tables)
+    if (q[i].table >= n_tables)
       return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u: table %u does not exist (%u tables)",
-                     i, q[i].table, c->n_tables);
+                     i, q[i].table, n_tables);
     if (q[i].n > 0 && (!q[i].ids || !q[i].out))
       return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u (table %u): %s is NULL", i, q[i].table,
                      q[i].ids ? "out" : "ids");
@@ -36,11 +37,12 @@ static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint
                        uint32_t n, fl_batch_arg *args, uint32_t *query_of, fl_part_batch *b) {
   memset(b, 0, sizeof *b);
   b->c = c;
+  b->f = fl_cache_fixed_of(c);
   b->part = part;
   b->args = args;
   b->query_of = query_of;
   for (uint32_t i = 0; i < n; i++) {
-    const fl_table_info *ti = &c->tables[q[i].table];
+    const fl_table_info *ti = &b->f->tables[q[i].table];
     if (ti->part != part || q[i].n == 0) continue;
     fl_batch_arg *a = &args[b->n_args];
     memset(a, 0, sizeof *a);
@@ -66,7 +68,8 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
                        void *stream, const fl_query_view *views, fl_plan *plan) {
   fl_status st = FL_OK;
-  atomic_fetch_add(&c->queries, 1);
+  const fl_cache_fixed *f = fl_cache_fixed_of(c);
+  fl_cache_add(c, FL_STAT_QUERIES, 1);
   fl_batch_arg *args = malloc((n_queries ? n_queries : 1) * sizeof *args);
   uint32_t *query_of = malloc((n_queries ? n_queries : 1) * sizeof *query_of);
   if (!args || !query_of) {
@@ -74,14 +77,14 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
     free(query_of);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  uint32_t now = (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
+  uint32_t now = fl_cache_next_batch(c);
   /* Per-table layout: one part batch (its own launches) per table. The flat
    * layout has one part, so one batch covers every table, in launches of at
    * most FL_LAUNCH_MAX_QUERIES queries (the kernels keep the scan in shared
    * memory). */
   for (uint32_t first = 0; first < n_queries && st == FL_OK; first += FL_LAUNCH_MAX_QUERIES) {
     uint32_t n = n_queries - first < FL_LAUNCH_MAX_QUERIES ? n_queries - first : FL_LAUNCH_MAX_QUERIES;
-    for (uint32_t part = 0; part < c->n_parts && st == FL_OK; part++) {
+    for (uint32_t part = 0; part < f->n_parts && st == FL_OK; part++) {
       fl_part_batch b;
       make_batch(c, part, queries + first, first, n, args, query_of, &b);
       if (b.n_keys == 0) continue;
@@ -89,7 +92,7 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
       b.stream = stream;
       b.views = views;
       b.plan = plan;
-      st = c->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
+      st = f->backend == FL_BACKEND_CUDA ? fl_query_part_cuda(&b) : fl_query_part_host(&b);
     }
   }
   free(args);
@@ -103,5 +106,5 @@ fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
     return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %llu keys, more than 2^32-1",
                    (unsigned long long)keys);
   if (queries > FL_LAUNCH_MAX_QUERIES) queries = FL_LAUNCH_MAX_QUERIES;
-  return c->backend == FL_BACKEND_CUDA ? fl_query_cuda_reserve(c, keys, queries) : FL_OK;
+  return fl_cache_fixed_of(c)->backend == FL_BACKEND_CUDA ? fl_query_cuda_reserve(c, keys, queries) : FL_OK;
 }

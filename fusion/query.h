@@ -4,7 +4,8 @@
 #ifndef FL_FUSION_QUERY_H
 #define FL_FUSION_QUERY_H
 
-#include "cache/cache.h"
+#include "cache/cuda_state.h"
+#include "cache/query_side.h"
 #include "batch/batch.h"
 #include "batch/miss_set.h"
 
@@ -21,6 +22,7 @@ typedef struct fl_plan fl_plan;
 /* One part's share of an fl_query call. */
 typedef struct fl_part_batch {
   fl_cache *c;
+  const fl_cache_fixed *f;   /* the cache's fixed facts (query_side.h) */
   uint32_t part;
   uint32_t n_args;
   fl_batch_arg *args;        /* host copy; ids/out as the caller gave them */

@@ -68,7 +68,7 @@ static fl_status run_setup(run *r) {
 }
 
 static void profile_begin(run *r) {
-  for (int i = 0; i < 3 && r->b->c->cfg.profile; i++)
+  for (int i = 0; i < 3 && r->b->f->cfg.profile; i++)
     if (cudaEventCreate((cudaEvent_t *)&r->prof[i]) != cudaSuccess) r->prof[i] = NULL;
   r->profiled = r->prof[0] && r->prof[1] && r->prof[2];
 }
@@ -79,8 +79,8 @@ static void profile_end(run *r, fl_status st) {
     float index_ms = 0, copy_ms = 0;
     cudaEventElapsedTime(&index_ms, (cudaEvent_t)r->prof[0], (cudaEvent_t)r->prof[1]);
     cudaEventElapsedTime(&copy_ms, (cudaEvent_t)r->prof[1], (cudaEvent_t)r->prof[2]);
-    atomic_fetch_add(&c->gpu_ns_index, (uint64_t)(index_ms * 1e6));
-    atomic_fetch_add(&c->gpu_ns_hit_copy, (uint64_t)(copy_ms * 1e6));
+    fl_cache_add(c, FL_STAT_GPU_NS_INDEX, (uint64_t)(index_ms * 1e6));
+    fl_cache_add(c, FL_STAT_GPU_NS_HIT_COPY, (uint64_t)(copy_ms * 1e6));
   }
   for (int i = 0; i < 3; i++)
     if (r->prof[i]) cudaEventDestroy((cudaEvent_t)r->prof[i]);
@@ -101,7 +101,7 @@ static fl_status run_index(run *r) {
   void *exec = r->pl ? fl_plan_graph(r->pl, r->clear_set, r->profiled, &r->gated, &r->zc_graph)
                      : NULL;
   /* Generations before any row is read (the GPU may read rows in place). */
-  if (!(r->gen = malloc(c->n_tables * sizeof *r->gen)))
+  if (!(r->gen = malloc(b->f->n_tables * sizeof *r->gen)))
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   fl_cache_generations(c, r->gen);
   fl_status st =
@@ -112,8 +112,8 @@ static fl_status run_index(run *r) {
   /* A batch after one with a gather likely has one too: wake the store's
    * gather threads now, so that they spin while the index kernel runs
    * instead of being woken once the counters are up. */
-  if (atomic_load_explicit(&c->gathered_last, memory_order_relaxed))
-    fl_store_expect_gather(c->store, FL_FETCH_PREWAKE_NS);
+  if (fl_cache_gathered_last(c))
+    fl_store_expect_gather(b->f->store, FL_FETCH_PREWAKE_NS);
   /* The query's reads of the index and the slabs are all in the work just
    * enqueued: its events go on now, while the GPU runs it, not after the
    * counters (1.1 to 1.6 us of an all-hit run's path). The scratch's is
@@ -135,7 +135,7 @@ static fl_status run_counters(run *r, uint64_t *t1) {
   fl_status st = fl_phase_wait_word(c, v->h_flag, 1, 20000, b->stream, FL_COUNTERS_WHAT);
   if (st != FL_OK) return st;
   *t1 = fl_now_ns();
-  atomic_fetch_add(&c->ns_index, *t1 - r->t0);
+  fl_cache_add(c, FL_STAT_NS_INDEX, *t1 - r->t0);
   r->n_miss = v->h_counters[0];
   uint64_t bad = v->h_counters[1];
   if (bad != ~0ull) {
@@ -149,7 +149,7 @@ static fl_status run_counters(run *r, uint64_t *t1) {
     return st == FL_OK ? fl_query_range_error(b, bad, id) : st;
   }
   fl_query_count(b, v->h_per_arg);
-  if (!r->n_miss) atomic_store_explicit(&c->gathered_last, 0, memory_order_relaxed);
+  if (!r->n_miss) fl_cache_set_gathered_last(c, 0);
   return FL_OK;
 }
 
@@ -171,8 +171,8 @@ static fl_status run_misses(run *r, uint64_t t1) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   /* The fetch and the scatter; admission is the courier's. This thread's
    * CPU time around the fetch (the fetch counts its own). */
-  atomic_fetch_add(&c->ns_miss_fetch, fl_now_ns() - t1);
-  atomic_fetch_add(&c->ns_miss_cpu, fl_thread_cpu_ns() - cpu2);
+  fl_cache_add(c, FL_STAT_NS_MISS_FETCH, fl_now_ns() - t1);
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu2);
   return st;
 }
 
@@ -228,7 +228,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   if (st != FL_OK) return st;
   fl_run_header_refresh(b, r.s, r.v, r.gate_ticket);
   /* Neither takes the cache lock, which a round's launch holds. */
-  r.ticket = fl_reclaim_begin(&c->reclaim);
+  r.ticket = fl_cache_query_begin(c);
   r.want_refs = fl_cache_unified_limit(c, b->part) > 0;
   if (r.ticket < 0)
     return run_end(&r, fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query"));
@@ -251,9 +251,10 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
 }
 
 fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
-  fl_part_batch b = {.c = c, .n_args = queries, .n_keys = keys};
-  for (uint32_t t = 0; t < c->n_tables; t++)
-    if (c->tables[t].vec_bytes > b.max_row) b.max_row = c->tables[t].vec_bytes;
+  const fl_cache_fixed *f = fl_cache_fixed_of(c);
+  fl_part_batch b = {.c = c, .f = f, .n_args = queries, .n_keys = keys};
+  for (uint32_t t = 0; t < f->n_tables; t++)
+    if (f->tables[t].vec_bytes > b.max_row) b.max_row = f->tables[t].vec_bytes;
   fl_run_layout l;
   fl_run_layout_plan(&b, 0, 0, &l);
   fl_scratch *x;

@@ -29,12 +29,12 @@ typedef struct probe_ctx {
 static void probe_range(void *arg, size_t begin, size_t end) {
   probe_ctx *x = arg;
   fl_part_batch *b = x->b;
-  const fl_index_view *v = &b->c->parts[b->part].index;
+  const fl_index_view *v = fl_cache_index(b->c, b->part);
   for (size_t pos = begin; pos < end; pos++) {
     uint32_t q = fl_batch_find(x->offsets, b->n_args, pos);
     const fl_batch_arg *a = &b->args[q];
     uint64_t id = a->ids[pos - a->key_offset], key, loc = FL_LOC_NONE;
-    if (fl_code_encode(&b->c->tables[a->table].code, v->key_bits, id, &key) != 0) {
+    if (fl_code_encode(&b->f->tables[a->table].code, v->key_bits, id, &key) != 0) {
       uint64_t cur = __atomic_load_n(&x->bad_pos, __ATOMIC_RELAXED);
       while (pos < cur && !__atomic_compare_exchange_n(&x->bad_pos, &cur, pos, 0,
                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -97,7 +97,7 @@ static void scatter_range(void *arg, size_t begin, size_t end) {
 static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   fl_cache *c = b->c;
   uint64_t t0 = fl_now_ns(), cpu0 = fl_thread_cpu_ns(), cpu1 = cpu0, cpu2 = cpu0;
-  uint64_t *gen = malloc(c->n_tables * sizeof *gen);
+  uint64_t *gen = malloc(b->f->n_tables * sizeof *gen);
   x->stage_base = malloc(b->n_args * sizeof *x->stage_base);
   fl_status st = gen && x->stage_base ? FL_OK : fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   uint64_t bytes = st == FL_OK ? fl_misses_layout(b, x->per_arg, x->stage_base) : 0;
@@ -115,18 +115,18 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   }
   cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK) {
-    fl_workers_for(c->workers, x->n_miss, 4096, scatter_range, x);
+    fl_workers_for(b->f->workers, x->n_miss, 4096, scatter_range, x);
     uint64_t t1 = fl_now_ns();
-    atomic_fetch_add(&c->ns_miss_fetch, t1 - t0);
+    fl_cache_add(c, FL_STAT_NS_MISS_FETCH, t1 - t0);
     fl_admit_host_batch ab = {b->part, b->now, b->args, b->n_args, x->per_arg, x->set,
                               x->uniq_slot, x->uniq_refs, x->staging, x->stage_base, gen};
     st = fl_admit_host(c, &ab);
-    atomic_fetch_add(&c->ns_admission, fl_now_ns() - t1);
+    fl_cache_add(c, FL_STAT_NS_ADMISSION, fl_now_ns() - t1);
   }
   free(gen);
   free(x->staging);
   free(x->stage_base);
-  atomic_fetch_add(&c->ns_miss_cpu, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2));
+  fl_cache_add(c, FL_STAT_NS_MISS_CPU, (cpu1 - cpu0) + (fl_thread_cpu_ns() - cpu2));
   return st;
 }
 
@@ -153,25 +153,25 @@ fl_status fl_query_part_host(fl_part_batch *b) {
   }
   memset(x.set.ids, 0xff, sets * sizeof *x.set.ids);
   for (uint32_t a = 0; a < b->n_args; a++) x.offsets[a] = b->args[a].key_offset;
-  int64_t ticket = fl_reclaim_begin(&c->reclaim);
+  int64_t ticket = fl_cache_query_begin(c);
   if (ticket < 0) {
     st = fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query");
     goto out;
   }
   uint64_t t0 = fl_now_ns();
-  fl_workers_for(c->workers, n, 4096, probe_range, &x);
+  fl_workers_for(b->f->workers, n, 4096, probe_range, &x);
   uint64_t t1 = fl_now_ns();
-  atomic_fetch_add(&c->ns_index, t1 - t0);
+  fl_cache_add(c, FL_STAT_NS_INDEX, t1 - t0);
   if (x.bad_pos != ~0ull) {
     const fl_batch_arg *a = &b->args[fl_batch_find(x.offsets, b->n_args, x.bad_pos)];
     st = fl_query_range_error(b, x.bad_pos, a->ids[x.bad_pos - a->key_offset]);
   } else {
-    fl_workers_for(c->workers, n, 4096, copy_range, &x);
-    atomic_fetch_add(&c->ns_hit_copy, fl_now_ns() - t1);
+    fl_workers_for(b->f->workers, n, 4096, copy_range, &x);
+    fl_cache_add(c, FL_STAT_NS_HIT_COPY, fl_now_ns() - t1);
     fl_query_count(b, x.per_arg);
     if (x.n_miss) st = finish_misses(b, &x);
   }
-  fl_reclaim_end(&c->reclaim, ticket, NULL);
+  fl_cache_query_end(c, ticket, NULL);
 out:
   free(x.offsets);
   free(x.locs);

@@ -18,9 +18,9 @@ void fl_run_layout_plan(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->scan_index = fl_carve_add(&d, (na + 1) * 8, 256);
   l->scan_copy = fl_carve_add(&d, (na + 1) * 8, 256);
   l->offsets = fl_carve_add(&d, na * 8, 256);
-  l->codes = fl_carve_add(&d, b->c->n_tables * sizeof(fl_code), 256);
-  l->table_cls = fl_carve_add(&d, b->c->n_tables * 4, 256);
-  l->zc = fl_carve_add(&d, b->c->n_tables * sizeof(fl_zc_table), 256);
+  l->codes = fl_carve_add(&d, b->f->n_tables * sizeof(fl_code), 256);
+  l->table_cls = fl_carve_add(&d, b->f->n_tables * 4, 256);
+  l->zc = fl_carve_add(&d, b->f->n_tables * sizeof(fl_zc_table), 256);
   l->counter_bytes = 16 + FL_MISS_COUNTERS * 4 * na;
   l->counters = fl_carve_add(&d, l->counter_bytes, 256); /* start values come with the header */
   /* the batch counter, the index kernel's finished blocks, the gate's ticket */
@@ -142,7 +142,6 @@ static void resolve_args(const fl_part_batch *b, fl_batch_arg *dargs, uint64_t *
 /* Fills the header's args, scans, offsets, codes and classes, placing ids
  * and outputs in host memory in the scratch (as resolve_args sized them). */
 static void fill_header(const fl_part_batch *b, fl_run_setup *s, const fl_run_views *v) {
-  const fl_cache *c = b->c;
   uint64_t ids_at = 0;
   fl_carve out_at = {0}; /* placed as resolve_args sized them */
   v->h.scan_index[0] = v->h.scan_copy[0] = 0;
@@ -163,10 +162,11 @@ static void fill_header(const fl_part_batch *b, fl_run_setup *s, const fl_run_vi
     v->h.scan_copy[a + 1] = v->h.scan_copy[a] + fl_align_up((uint64_t)d->n * d->lanes, 32);
   }
   memcpy(v->h.args, s->dargs, b->n_args * sizeof *s->dargs);
-  for (uint32_t t = 0; t < c->n_tables; t++) {
-    v->h.codes[t] = c->tables[t].code;
-    v->h.table_cls[t] = c->tables[t].cls;
-    v->h.zc[t].rows = c->cuda->zc_rows ? c->cuda->zc_rows[t] : NULL;
+  const fl_cache_fixed *f = b->f;
+  for (uint32_t t = 0; t < f->n_tables; t++) {
+    v->h.codes[t] = f->tables[t].code;
+    v->h.table_cls[t] = f->tables[t].cls;
+    v->h.zc[t].rows = f->cuda->zc_rows ? f->cuda->zc_rows[t] : NULL;
   }
   s->index_threads = v->h.scan_index[b->n_args];
   s->copy_threads = v->h.scan_copy[b->n_args];
