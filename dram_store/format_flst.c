@@ -129,7 +129,8 @@ static fl_status fl_flst_save_locked(fl_store *s, const char *path) {
 
 fl_status fl_store_save(fl_store *s, const char *path) {
   if (!s || !path) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_save: NULL argument");
-  if (s->remote) return fl_store_local_only(s, "fl_store_save");
+  fl_status whole = s->ops->whole(s, "fl_store_save");
+  if (whole != FL_OK) return whole;
   /* Locks in table order; no other path holds two table locks. */
   for (uint32_t i = 0; i < s->n_tables; i++) pthread_mutex_lock(&s->tables[i].write_lock);
   fl_status st = fl_flst_save_locked(s, path);

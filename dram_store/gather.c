@@ -6,15 +6,16 @@
  * stops the call with FL_ERR_NOT_FOUND; outputs may then be partly written
  * (the store itself never changes in a gather).
  *
- * A cluster store's gather collects the rows its local tier lacks (every
- * row while the tier is bypassed: no budget, or the change channel down)
- * and hands them to fl_remote_fill (remote_read.c) after the local pass. */
+ * The front (fl_store_gather_parts) hands the gather to the store's tier
+ * (tier.h). Its local pass (fl_gather_local) is all a plain store does; the
+ * tier of a cluster store runs it collecting the rows its tables lack, and
+ * fetches those itself. */
 #include <sched.h>
 #include <stdlib.h>
 
 #include "common/clock.h"
 #include "common/search.h"
-#include "dram_store/remote.h"
+#include "dram_store/store_impl.h"
 
 /* Rows per chunk handed to a worker: enough to amortize the per-chunk stats
  * flush, small enough to balance (a worker takes ~100 ns a cold row, so a
@@ -33,9 +34,8 @@ typedef struct fl_gather_job {
   _Atomic int failed;              /* set once a missing id fails the call */
   uint32_t fail_query;             /* the part of that id (valid once failed) */
   uint64_t fail_id;                /* that id */
-  uint64_t *absent;                /* cluster stores: global rows the local tier lacks */
-  _Atomic size_t n_absent;         /* entries of absent */
-  int skip_local;                  /* 1: the local tier is bypassed */
+  fl_gather_absent *absent;        /* NULL, or where rows the tables lack go (tier.h) */
+  int skip_local;                  /* 1: the tables are bypassed (absent->skip_local) */
   fl_tier_counters *tier;          /* the store's tier statistics */
   _Atomic uint32_t *landed;        /* watched gathers: rows done per FL_GATHER_GRAIN block */
   int for_device;                  /* outputs bound for a GPU (row_copy.h) */
@@ -67,7 +67,8 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
     }
     if (found) continue;
     if (j->absent) {
-      j->absent[atomic_fetch_add_explicit(&j->n_absent, 1, memory_order_relaxed)] = j->start[qi] + i;
+      size_t k = atomic_fetch_add_explicit(&j->absent->n, 1, memory_order_relaxed);
+      j->absent->rows[k] = j->start[qi] + i;
       elsewhere++;
       continue;
     }
@@ -96,8 +97,22 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   return ok;
 }
 
-uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row) {
+/* The part holding global row `row` of a gather: the last i with
+ * start[i] <= row (start[0] = 0, n parts). */
+static uint32_t fl_gather_part_of(const size_t *start, uint32_t n, uint64_t row) {
   return fl_search_range(start, n, row);
+}
+
+fl_gather_row fl_gather_row_at(const fl_gather *g, uint64_t row) {
+  uint32_t qi = fl_gather_part_of(g->start, g->n, row);
+  const fl_gather_part *p = &g->parts[qi];
+  size_t i = row - g->start[qi], rb = p->t->row_bytes;
+  return (fl_gather_row){qi, p->t->id, p->ids[i], p->out + i * rb, rb};
+}
+
+void fl_gather_count_missing(const fl_gather *g, uint32_t part) {
+  atomic_fetch_add_explicit(&g->parts[part].t->misses, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g->miss[part], 1, memory_order_relaxed);
 }
 
 static void fl_gather_range(void *ctx, size_t b, size_t e) {
@@ -166,6 +181,25 @@ fl_status fl_gather_part_init(fl_store *s, const char *call, uint32_t i, uint32_
   return FL_OK;
 }
 
+fl_status fl_gather_local(fl_store *s, const fl_gather *g, fl_gather_absent *absent) {
+  fl_gather_job job = {.q = g->parts, .nq = g->n, .start = g->start, .policy = g->policy,
+                       .missing = g->miss, .absent = absent,
+                       .skip_local = absent && absent->skip_local, .tier = &s->tier,
+                       .for_device = g->for_device};
+  atomic_init(&job.failed, 0);
+  size_t total = g->start[g->n];
+  uint64_t t0 = fl_now_ns();
+  uint32_t token = fl_grace_enter(&s->env->grace);
+  if (g->watch) fl_gather_watched_run(s, &job, total, g->watch);
+  else fl_workers_for(s->workers, total, FL_GATHER_GRAIN, fl_gather_range, &job);
+  fl_grace_exit(&s->env->grace, token);
+  atomic_fetch_add_explicit(&s->tier.ns_local, fl_now_ns() - t0, memory_order_relaxed);
+  if (!atomic_load(&job.failed)) return FL_OK;
+  const fl_gather_part *q = &g->parts[job.fail_query];
+  return fl_fail(s, FL_ERR_NOT_FOUND, "%s: table %u '%s': id %llu not found", g->call, q->t->id,
+                 q->t->name, (unsigned long long)job.fail_id);
+}
+
 fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_part *parts,
                                 uint32_t n, fl_missing policy, uint64_t *missing,
                                 const fl_gather_watch *watch, int for_device) {
@@ -179,45 +213,13 @@ fl_status fl_store_gather_parts(fl_store *s, const char *call, const fl_gather_p
   start[0] = 0;
   for (uint32_t i = 0; i < n; i++) start[i + 1] = start[i] + parts[i].n;
   size_t total = start[n];
-  fl_gather_job job = {.q = parts, .nq = n, .start = start, .policy = policy, .missing = miss,
-                       .tier = &s->tier, .for_device = for_device};
-  atomic_init(&job.failed, 0);
-  atomic_init(&job.n_absent, 0);
-  fl_remote *rm = s->remote;
-  uint64_t *changes = NULL;
-  fl_status st = FL_OK;
-  if (rm) {
-    /* Change counters first: a fill must not cache rows fetched before a
-     * change it did not see (remote.h). */
-    job.absent = malloc((start[n] ? start[n] : 1) * sizeof *job.absent);
-    changes = malloc((s->n_tables ? s->n_tables : 1) * sizeof *changes);
-    if (!job.absent || !changes)
-      st = fl_fail(s, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %zu rows", call, start[n]);
-    for (uint32_t t = 0; changes && t < s->n_tables; t++) changes[t] = atomic_load(&s->tables[t].changes);
-    job.skip_local = !atomic_load(&rm->budget) || !fl_inval_synced(rm->inval);
-  }
-  if (st == FL_OK) {
-    uint64_t t0 = fl_now_ns();
-    uint32_t token = fl_grace_enter(&s->env->grace);
-    if (watch && !rm) fl_gather_watched_run(s, &job, start[n], watch);
-    else fl_workers_for(s->workers, start[n], FL_GATHER_GRAIN, fl_gather_range, &job);
-    fl_grace_exit(&s->env->grace, token);
-    atomic_fetch_add_explicit(&s->tier.ns_local, fl_now_ns() - t0, memory_order_relaxed);
-    size_t n_absent = atomic_load(&job.n_absent);
-    if (n_absent)
-      st = fl_remote_fill(s, call, parts, n, start, job.absent, n_absent, changes, policy, miss);
-  }
+  fl_gather g = {.call = call, .parts = parts, .n = n, .start = start, .policy = policy,
+                 .miss = miss, .watch = watch, .for_device = for_device};
+  fl_status st = s->ops->gather(s, &g);
   if (missing)
     for (uint32_t i = 0; i < n; i++) missing[i] = atomic_load(&miss[i]);
   free(start);
   free(miss);
-  free(job.absent);
-  free(changes);
-  if (st == FL_OK && atomic_load(&job.failed)) {
-    const fl_gather_part *q = &parts[job.fail_query];
-    return fl_fail(s, FL_ERR_NOT_FOUND, "%s: table %u '%s': id %llu not found", call, q->t->id,
-                   q->t->name, (unsigned long long)job.fail_id);
-  }
   if (st == FL_OK && watch) watch->fn(watch->ctx, total);
   return st;
 }

@@ -31,7 +31,8 @@ static int fl_pairs_write_row(void *ctx, uint64_t id, const void *v) {
 
 fl_status fl_pairs_export(fl_store *s, fl_table *t, const char *ids_path,
                           const char *vectors_path, fl_pairs_header_fn head) {
-  if (s->remote) return fl_store_local_only(s, "export");
+  fl_status whole = s->ops->whole(s, "export");
+  if (whole != FL_OK) return whole;
   fl_pairs_writer x = {.row_bytes = t->row_bytes, .st = FL_OK};
   char hdr[FL_PAIRS_HEADER_MAX];
   pthread_mutex_lock(&t->write_lock);

@@ -1,11 +1,12 @@
-/* store.c: the store handle: create/destroy, table descriptors, statistics,
- * upserts, removes, synthetic fills and change subscriptions. Gathers live in
- * gather.c, file formats in format_*.c. */
+/* store.c: the store handle, the front over its tier (tier.h): create and
+ * destroy, table descriptors, statistics, upserts, removes, synthetic fills
+ * and change subscriptions. Gathers live in gather.c, copies in copy.c, file
+ * formats in format_*.c, the tiers in local_tier.c and remote.h. */
 #include <stdlib.h>
 
 #include "common/half.h"
 #include "common/synthetic.h"
-#include "dram_store/remote.h"
+#include "dram_store/store_impl.h"
 #include "dram_store/synthetic_ids.h"
 
 /* Rows a synthetic fill computes in parallel before writing them. */
@@ -29,7 +30,7 @@ static fl_status fl_check_desc(const fl_table_desc *d, uint32_t i) {
 }
 
 fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
-                       int cached, fl_store **out) {
+                       int cached, const fl_store_ops *ops, fl_store **out) {
   if (!out) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_store_create: out is NULL");
   *out = NULL;
   if (!tables && n_tables)
@@ -49,6 +50,7 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
     free(s);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "fl_store_create: no memory for the store");
   }
+  s->ops = ops;
   s->env = env;
   fl_grace_init(&env->grace);
   pthread_mutex_init(&s->subs_lock, NULL);
@@ -72,14 +74,13 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
   return FL_OK;
 }
 
-fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
-                          fl_store **out) {
-  return fl_store_new(tables, n_tables, threads, 0, out);
-}
+void fl_store_set_tier(fl_store *s, void *tier) { s->tier_state = tier; }
+
+void *fl_store_tier(const fl_store *s) { return s->tier_state; }
 
 void fl_store_destroy(fl_store *s) {
   if (!s) return;
-  fl_remote_close(s);
+  s->ops->close(s);
   for (uint32_t i = 0; i < s->n_tables; i++) fl_table_fini(&s->tables[i]);
   free(s->tables);
   fl_workers_destroy(s->workers);
@@ -117,6 +118,8 @@ const fl_table_desc *fl_store_desc(const fl_store *s, uint32_t table) {
 
 fl_workers *fl_store_workers(fl_store *s) { return s->workers; }
 
+size_t fl_store_row_bytes(const fl_store *s, uint32_t table) { return s->tables[table].row_bytes; }
+
 fl_status fl_store_stats(const fl_store *s, uint32_t table, fl_store_table_stats *out) {
   if (!s || !out) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_stats: NULL argument");
   fl_table *t = fl_store_table_arg((fl_store *)s, table, "fl_store_stats");
@@ -128,10 +131,9 @@ fl_status fl_store_stats(const fl_store *s, uint32_t table, fl_store_table_stats
   return FL_OK;
 }
 
-fl_status fl_store_local_only(fl_store *s, const char *call) {
-  return fl_fail(s, FL_ERR_UNSUPPORTED,
-                 "%s: the store is over a redis cluster: its local tier holds only part of the "
-                 "model (save a plain store loaded with fl_store_load instead)", call);
+fl_status fl_store_set_local_budget(fl_store *s, uint64_t bytes) {
+  if (!s) return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_set_local_budget: store is NULL");
+  return s->ops->set_budget(s, bytes);
 }
 
 /* ---------------------------------------------------------- writes */
@@ -145,19 +147,7 @@ void fl_store_notify(fl_store *s, uint32_t table, const uint64_t *ids, size_t n)
 
 fl_status fl_store_upsert_rows(fl_store *s, fl_table *t, const uint64_t *ids, size_t n,
                                const void *vectors) {
-  if (n == 0) return FL_OK;
-  if (s->remote) return fl_remote_write(s, t, ids, n, vectors);
-  pthread_mutex_lock(&t->write_lock);
-  if (fl_table_reserve(t, n) != 0) {
-    pthread_mutex_unlock(&t->write_lock);
-    return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "table %u '%s': no memory for %zu more rows", t->id,
-                   t->name, n);
-  }
-  const unsigned char *v = vectors;
-  for (size_t i = 0; i < n; i++) fl_table_put(t, ids[i], v + i * t->row_bytes);
-  pthread_mutex_unlock(&t->write_lock);
-  fl_store_notify(s, t->id, ids, n);
-  return FL_OK;
+  return n ? s->ops->write(s, t->id, ids, n, vectors) : FL_OK;
 }
 
 fl_status fl_store_upsert(fl_store *s, uint32_t table, const uint64_t *ids, size_t n,
@@ -186,13 +176,7 @@ fl_status fl_store_remove(fl_store *s, uint32_t table, const uint64_t *ids, size
   if (n && !ids)
     return fl_fail(s, FL_ERR_INVALID_ARGUMENT, "fl_store_remove: table %u '%s': ids is NULL",
                    table, t->name);
-  if (s->remote) return n ? fl_remote_write(s, t, ids, n, NULL) : FL_OK;
-  size_t removed = 0;
-  pthread_mutex_lock(&t->write_lock);
-  for (size_t i = 0; i < n; i++) removed += (size_t)fl_table_erase(t, ids[i]);
-  pthread_mutex_unlock(&t->write_lock);
-  if (removed) fl_store_notify(s, table, ids, n);
-  return FL_OK;
+  return n ? s->ops->write(s, table, ids, n, NULL) : FL_OK;
 }
 
 /* ---------------------------------------------------------- synthetic */
@@ -235,10 +219,8 @@ fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed) {
   uint64_t corpus = t->desc.corpus_size;
   fl_fill_job job = {t, seed, 0, malloc(FL_FILL_BATCH * sizeof(uint64_t)),
                      malloc(FL_FILL_BATCH * t->row_bytes)};
-  /* A cluster store writes the rows to the cluster, batch by batch. */
-  int remote = s->remote != NULL;
   pthread_mutex_lock(&t->write_lock);
-  if (!job.ids || !job.vec || (!remote && fl_table_reserve(t, corpus) != 0)) {
+  if (!job.ids || !job.vec || s->ops->reserve(s, table, corpus) != 0) {
     pthread_mutex_unlock(&t->write_lock);
     free(job.ids);
     free(job.vec);
@@ -250,16 +232,14 @@ fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed) {
   for (; job.k0 < corpus && st == FL_OK; job.k0 += FL_FILL_BATCH) {
     size_t n = corpus - job.k0 < FL_FILL_BATCH ? (size_t)(corpus - job.k0) : FL_FILL_BATCH;
     fl_workers_for(s->workers, n, 64, fl_fill_range, &job);
-    if (remote) st = fl_remote_put(s, t, job.ids, n, job.vec);
-    else for (size_t i = 0; i < n; i++) fl_table_put(t, job.ids[i], job.vec + i * t->row_bytes);
+    st = s->ops->put(s, table, job.ids, n, job.vec);
   }
   pthread_mutex_unlock(&t->write_lock);
   free(job.ids);
   free(job.vec);
   if (!corpus) return st;
-  /* Even a failed cluster fill may have written rows: invalidate. */
-  if (!remote) fl_store_notify(s, table, NULL, 0);
-  fl_status changed = remote ? fl_remote_changed(s, t, NULL, 0) : FL_OK;
+  /* Even a failed fill may have written rows: tell. */
+  fl_status changed = s->ops->changed(s, table);
   return st != FL_OK ? st : changed;
 }
 

@@ -44,11 +44,11 @@ typedef struct fl_table {
   fl_hindex *_Atomic index;   /* hashed: id -> slot; swapped seq_cst on rebuild */
   fl_rows slots;              /* hashed: where the rows live */
   fl_store_env *env;          /* the store's shared state */
-  int cached;                 /* 1: the local tier of a cluster store (remote.h): hashed
+  int cached;                 /* 1: the cache of a tier behind (cached.h): hashed
                                  slots whatever the id kind, rows come and go, reads set
                                  the CLOCK bit */
-  _Atomic uint64_t changes;   /* cluster stores: bumped (under write_lock) by every change
-                                 that drops local rows, so a racing fill drops its rows */
+  _Atomic uint64_t changes;   /* cached tables: bumped (under write_lock) by every change
+                                 that drops rows, so a racing fill drops its rows */
 } fl_table;
 
 /* Bytes of one element of `dtype`. */
@@ -126,7 +126,7 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
     fl_row_copy(out, h + 1, t->row_bytes, for_device);
   } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
   if (!(live & FL_ROW_LIVE) || (owner != id && !FL_MUTANT_ON(6))) return 0;
-  /* The CLOCK bit (local_evict.c): set once, outside the seqlock, by an
+  /* The CLOCK bit (cached.c): set once, outside the seqlock, by an
    * atomic or that a concurrent write's plain store may undo (harmless). */
   if (t->cached && !(live & FL_ROW_USED)) atomic_fetch_or(&h->live, FL_ROW_USED);
   return 1;
