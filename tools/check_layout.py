@@ -101,18 +101,20 @@ def object_source(root, rel):
 
 
 def built_objects(root, bin_dir):
-    """{object path: source path} for our checked sources' objects."""
-    objects = {}
+    """{object path: source path} for our checked sources' objects, the newest
+    per source: an older one is left from a build of an earlier tree."""
+    newest = {}
     for dirpath, _, names in os.walk(bin_dir):
         rel_dir = os.path.relpath(dirpath, bin_dir)
         if "/_objs/" not in rel_dir + "/" or rel_dir.startswith("external"):
             continue
-        for name in names:
-            if name.endswith(".o"):
-                src = object_source(root, os.path.join(rel_dir, name))
-                if src and not exempt(src):
-                    objects[os.path.join(dirpath, name)] = src
-    return objects
+        for name in (n for n in names if n.endswith(".o")):
+            src, obj = object_source(root, os.path.join(rel_dir, name)), os.path.join(dirpath, name)
+            if not src or exempt(src):
+                continue
+            if src not in newest or os.path.getmtime(obj) > os.path.getmtime(newest[src]):
+                newest[src] = obj
+    return {obj: src for src, obj in newest.items()}
 
 
 def symbol_uses(objects):
