@@ -15,7 +15,7 @@
  * mutant 2 host cuda: a store write leaves the written ids' rows cached (cache/cache.c)
  * mutant 3 host: a store read keeps a copy that a writer tore: no seqlock retry (dram_store/table.h)
  * mutant 4 host cuda: slabs are reused while queries that may read them run (cache/reclaim.c)
- * mutant 5 host cuda: rows fetched before a store write are admitted after it (cache/cache.c)
+ * mutant 5 host cuda: rows fetched before a store write are admitted after it (cache/query_side.c)
  * mutant 6 host: a stale hashed reference is read without the owner check (dram_store/table.h)
  * mutant 7 host cuda: a missed position gets its neighbour's row: one row off in the scatter (batch/miss_set.h)
  * mutant 8 host: the parallel for loses its last partial chunk (common/parallel.c)

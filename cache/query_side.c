@@ -1,0 +1,54 @@
+/* query_side.c: the cache's side of the query path's interface
+ * (query_side.h): reads of the fixed facts, the index and the generations,
+ * a query's registration, the counters. */
+#include <stdatomic.h>
+
+#include "cache/cache.h"
+#include "common/mutant.h"
+
+const fl_cache_fixed *fl_cache_fixed_of(const fl_cache *c) { return &c->fixed; }
+
+const fl_index_view *fl_cache_index(const fl_cache *c, uint32_t part) {
+  return &c->parts[part].index;
+}
+
+uint32_t fl_cache_next_batch(fl_cache *c) {
+  return (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
+}
+
+int64_t fl_cache_query_begin(fl_cache *c) { return fl_reclaim_begin(&c->reclaim); }
+
+void fl_cache_query_end(fl_cache *c, int64_t ticket, void *event) {
+  fl_reclaim_end(&c->reclaim, ticket, event);
+}
+
+void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v) {
+  atomic_fetch_add_explicit(&c->stat[s], v, memory_order_relaxed);
+}
+
+void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hits,
+                          uint64_t dram_hits, uint64_t misses) {
+  fl_table_counters *k = &c->counters[t];
+  atomic_fetch_add_explicit(&k->lookups, lookups, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->hits, hits, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->dram_hits, dram_hits, memory_order_relaxed);
+  atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
+}
+
+int fl_cache_gathered_last(const fl_cache *c) {
+  return atomic_load_explicit(&((fl_cache *)c)->gathered_last, memory_order_relaxed);
+}
+
+void fl_cache_set_gathered_last(fl_cache *c, int gathered) {
+  atomic_store_explicit(&c->gathered_last, gathered, memory_order_relaxed);
+}
+
+void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++)
+    gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);
+}
+
+int fl_cache_stale(const fl_cache *c, const uint64_t *gen, uint32_t t) {
+  if (FL_MUTANT_ON(5)) return 0;
+  return c->generation[t] != gen[t];
+}
