@@ -133,7 +133,7 @@ void fl_round_destroy(fl_cache *c, uint32_t part) {
     cudaFree(r->res[k]);
     cudaFree(r->ret[k]);
   }
-  if (r->event) fl_cuda_event_release(c, r->event);
+  if (r->event) fl_event_release(c, r->event);
   drop_graph(r);
   cudaFree(r->fixed_d);
   cudaFree(r->io_d);
@@ -181,9 +181,9 @@ fl_status fl_round_settle(fl_cache *c, uint32_t part, int wait) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   if (!r || !r->event) return FL_OK;
-  if (!wait && !fl_cuda_event_done(c, r->event)) return FL_OK;
+  if (!wait && !fl_event_done(c, r->event)) return FL_OK;
   cudaError_t e = cudaEventSynchronize((cudaEvent_t)r->event);
-  fl_cuda_event_release(c, r->event);
+  fl_event_release(c, r->event);
   r->event = NULL;
   if (e != cudaSuccess) {
     /* It may or may not have recycled its released slabs: they are
@@ -502,7 +502,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
     st = build_graph(c, part, keys);
   }
   void *ev = NULL;
-  if (st == FL_OK) st = fl_cuda_event_get(c, &ev);
+  if (st == FL_OK) st = fl_event_get(c, &ev);
   if (st != FL_OK) {
     unfill(c, part);
     return st;
@@ -513,7 +513,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
     e = fl_fault_hit(FL_FAULT_ROUND_LAUNCH) ? cudaErrorInvalidValue
                                             : cudaGraphLaunch((cudaGraphExec_t)r->graph, ms);
   if (e != cudaSuccess) {
-    fl_cuda_event_release(c, ev);
+    fl_event_release(c, ev);
     unfill(c, part);
     return fl_fail(c, FL_ERR_CUDA, "admission round launch failed: %s", cudaGetErrorString(e));
   }
@@ -523,7 +523,7 @@ fl_status fl_round_launch(fl_cache *c, uint32_t part, const void *args, size_t a
   if (e != cudaSuccess) {
     /* No event to settle on: wait for the round here instead. */
     cudaError_t sync = cudaStreamSynchronize(ms);
-    fl_cuda_event_release(c, ev);
+    fl_event_release(c, ev);
     r->event = NULL;
     if (sync == cudaSuccess) (void)apply_status(c, part);
     return fl_fail(c, FL_ERR_CUDA, "ending an admission round: %s", cudaGetErrorString(e));

@@ -137,7 +137,7 @@ void fl_cuda_state_destroy(fl_cache *c) {
   c->fixed.cuda = NULL;
 }
 
-int fl_cuda_event_done(void *ctx, void *event) {
+int fl_event_done(void *ctx, void *event) {
   (void)ctx;
   cudaError_t e = cudaEventQuery((cudaEvent_t)event);
   if (e == cudaErrorNotReady) return 0;
@@ -145,7 +145,7 @@ int fl_cuda_event_done(void *ctx, void *event) {
   return 1;
 }
 
-void fl_cuda_event_release(void *ctx, void *event) {
+void fl_event_release(void *ctx, void *event) {
   fl_cache *c = ctx;
   fl_cuda_state *s = c->fixed.cuda;
   if (!s) return;
@@ -165,7 +165,7 @@ void fl_cuda_event_release(void *ctx, void *event) {
   pthread_mutex_unlock(&s->events_lock);
 }
 
-fl_status fl_cuda_event_get(fl_cache *c, void **event) {
+fl_status fl_event_get(fl_cache *c, void **event) {
   fl_cuda_state *s = c->fixed.cuda;
   pthread_mutex_lock(&s->events_lock);
   void *pooled = s->n_free_events ? s->free_events[--s->n_free_events] : NULL;
@@ -203,7 +203,7 @@ static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t want_de
   return FL_OK;
 }
 
-fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes, void **dev,
+fl_status fl_cuda_state_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes, void **dev,
                                 void **host) {
   fl_cuda_state *s = c->fixed.cuda;
   fl_status st = grow(c, &s->m_dev, &s->m_dev_bytes, dev_bytes, &s->m_host, &s->m_host_bytes,
@@ -213,21 +213,21 @@ fl_status fl_cuda_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes
   return st;
 }
 
-void fl_cuda_scratch_unhold(fl_cache *c, fl_scratch *x) {
+void fl_scratch_unhold(fl_cache *c, fl_scratch *x) {
   uint64_t t = __atomic_load_n(&x->round_ticket, __ATOMIC_ACQUIRE);
   if (t) fl_courier_wait(c->courier, t);
 }
 
 /* A set no query holds whose last uses have not all ended yet. */
 static int set_pending(fl_cache *c, const fl_scratch *y) {
-  return (y->busy_until && !fl_cuda_event_done(c, y->busy_until)) ||
-         (y->admit_done && !fl_cuda_event_done(c, y->admit_done));
+  return (y->busy_until && !fl_event_done(c, y->busy_until)) ||
+         (y->admit_done && !fl_event_done(c, y->admit_done));
 }
 
 /* Waits until y's last uses end: its round launched, then its query's and
  * its round's events. */
 static void set_wait(fl_cache *c, fl_scratch *y) {
-  fl_cuda_scratch_unhold(c, y);
+  fl_scratch_unhold(c, y);
   if (y->busy_until) cudaEventSynchronize((cudaEvent_t)y->busy_until);
   if (y->admit_done) cudaEventSynchronize((cudaEvent_t)y->admit_done);
   (void)cudaGetLastError();
@@ -239,7 +239,7 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
  * H100, a replay batch that allocates a third set takes 35-53 ms). */
 #define FL_SCRATCH_PENDING_MAX 2
 
-fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
+fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   uint32_t part, fl_scratch **out) {
   fl_cuda_state *s = c->fixed.cuda;
   fl_status st = FL_OK;
@@ -319,13 +319,13 @@ fl_status fl_cuda_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_byt
   return FL_OK;
 }
 
-void fl_cuda_scratch_keep(fl_cache *c, fl_scratch *x) {
+void fl_scratch_keep(fl_cache *c, fl_scratch *x) {
   pthread_mutex_lock(&c->fixed.cuda->scratch_lock);
   x->kept = 1;
   pthread_mutex_unlock(&c->fixed.cuda->scratch_lock);
 }
 
-void fl_cuda_scratch_release(fl_cache *c, fl_scratch *x) {
+void fl_scratch_release(fl_cache *c, fl_scratch *x) {
   pthread_mutex_lock(&c->fixed.cuda->scratch_lock);
   x->in_use = 0;
   x->kept = 0;

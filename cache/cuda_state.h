@@ -73,12 +73,12 @@ void fl_cuda_state_destroy(struct fl_cache *c);
 /* Waits for all work the cache enqueued (maintenance and scratch users). */
 void fl_cuda_state_sync(struct fl_cache *c);
 /* Reclamation hooks (ctx is the cache). */
-int fl_cuda_event_done(void *ctx, void *event);
-void fl_cuda_event_release(void *ctx, void *event);
+int fl_event_done(void *ctx, void *event);
+void fl_event_release(void *ctx, void *event);
 /* An event from the pool (thread-safe). */
-fl_status fl_cuda_event_get(struct fl_cache *c, void **event);
+fl_status fl_event_get(struct fl_cache *c, void **event);
 /* Maintenance scratch of at least these sizes (under the cache lock). */
-fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
+fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);
 /* A free query scratch set with at least these sizes, for a batch of part
  * `part` (FL_NO_PART: none). When none is free and FL_SCRATCH_PENDING_MAX
@@ -87,17 +87,17 @@ fl_status fl_cuda_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t hos
  * own round would shed it anyway), else waits for a set instead of making a
  * new one. Takes no cache lock. */
 #define FL_NO_PART 0xffffffffu
-fl_status fl_cuda_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
+fl_status fl_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                   uint32_t part, fl_scratch **out);
 /* Marks a set a prepared query keeps for all its runs: other queries never
  * wait for it or shed its rounds. */
-void fl_cuda_scratch_keep(struct fl_cache *c, fl_scratch *s);
+void fl_scratch_keep(struct fl_cache *c, fl_scratch *s);
 /* Gives it back (kept or not); it becomes reusable once its busy_until and
  * admit_done events, recorded after the set's last uses, fire. */
-void fl_cuda_scratch_release(struct fl_cache *c, fl_scratch *s);
+void fl_scratch_release(struct fl_cache *c, fl_scratch *s);
 /* Waits until the admission round that holds the set, if any, is launched
  * (or shed by a newer round of its part). */
-void fl_cuda_scratch_unhold(struct fl_cache *c, fl_scratch *s);
+void fl_scratch_unhold(struct fl_cache *c, fl_scratch *s);
 
 #ifdef __cplusplus
 }

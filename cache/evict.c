@@ -20,13 +20,13 @@ static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
 }
 
 void fl_cache_collect(fl_cache *c) {
-  fl_reclaim_hooks h = {free_slab, fl_cuda_event_done, fl_cuda_event_release, c};
+  fl_reclaim_hooks h = {free_slab, fl_event_done, fl_event_release, c};
   if (fl_reclaim_collect(&c->reclaim, &h))
     for (uint32_t p = 0; p < c->fixed.n_parts; p++) fl_pool_compact(&c->parts[p].pool);
 }
 
 uint64_t fl_cache_horizon(fl_cache *c) {
-  fl_reclaim_hooks h = {free_slab, fl_cuda_event_done, fl_cuda_event_release, c};
+  fl_reclaim_hooks h = {free_slab, fl_event_done, fl_event_release, c};
   return fl_reclaim_horizon(&c->reclaim, &h);
 }
 

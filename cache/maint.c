@@ -29,7 +29,7 @@ fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, ui
                                  uint64_t hist[FL_AGE_BUCKETS]) {
   if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
-    fl_status st = fl_cuda_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
+    fl_status st = fl_cuda_state_maint_buffers(c, FL_AGE_BUCKETS * 8, FL_AGE_BUCKETS * 8, &dev, &host);
     if (st != FL_OK) return st;
     FL_CUDA_TRY(c, fl_launch_age_histogram(p->index, kind, now, dev, c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, dev, FL_AGE_BUCKETS * 8, cudaMemcpyDeviceToHost,
@@ -50,7 +50,7 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
   if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
     size_t bytes = 16 + p->slots * 8;
-    fl_status st = fl_cuda_maint_buffers(c, bytes, 16, &dev, &host);
+    fl_status st = fl_cuda_state_maint_buffers(c, bytes, 16, &dev, &host);
     if (st != FL_OK) return st;
     unsigned long long *counters = dev;
     uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
@@ -82,7 +82,7 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
   if (n == 0) return FL_OK;
   if (c->fixed.backend == FL_BACKEND_CUDA) {
     void *dev, *host;
-    fl_status st = fl_cuda_maint_buffers(c, n * 16, 0, &dev, &host);
+    fl_status st = fl_cuda_state_maint_buffers(c, n * 16, 0, &dev, &host);
     if (st != FL_OK) return st;
     uint64_t *dkeys = dev, *dlocs = (uint64_t *)dev + n;
     FL_CUDA_TRY(c, cudaMemcpyAsync(dkeys, keys, n * 8, cudaMemcpyHostToDevice, maint_stream(c)));

@@ -146,13 +146,13 @@ fl_status fl_phase_scatter(const fl_part_batch *b, const fl_run_views *v, uint64
 
 void fl_phase_end_uses(fl_cache *c, fl_scratch *x, int64_t ticket, void *stream) {
   void *ev = NULL;
-  if (fl_cuda_event_get(c, &ev) == FL_OK &&
+  if (fl_event_get(c, &ev) == FL_OK &&
       cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream) == cudaSuccess) {
     fl_cache_query_end(c, ticket, ev);
   } else {
     /* No event: wait for the stream instead, then end at once. */
     cudaStreamSynchronize((cudaStream_t)stream);
-    if (ev) fl_cuda_event_release(c, ev);
+    if (ev) fl_event_release(c, ev);
     fl_cache_query_end(c, ticket, NULL);
   }
   cudaEventRecord((cudaEvent_t)x->busy_until, (cudaStream_t)stream);

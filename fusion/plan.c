@@ -91,7 +91,7 @@ void fl_plan_destroy(fl_cache *c, fl_plan *pl) {
   if (!pl) return;
   (void)fl_plan_wait(c, pl);
   /* Reusable once its last uses end, the round's recorded first. */
-  if (pl->s.x) fl_cuda_scratch_unhold(c, pl->s.x);
+  if (pl->s.x) fl_scratch_unhold(c, pl->s.x);
   fl_run_setup_free(c, &pl->s);
   if (pl->exec) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec);
   if (pl->exec_gated) cudaGraphExecDestroy((cudaGraphExec_t)pl->exec_gated);
@@ -146,7 +146,7 @@ static fl_status first_run(fl_plan *pl, fl_part_batch *b) {
     fl_run_setup_free(c, &pl->s);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  fl_cuda_scratch_keep(c, pl->s.x);
+  fl_scratch_keep(c, pl->s.x);
   fl_run_views_of(&pl->s.l, pl->s.x, &pl->v);
   memset(pl->v.h_gate, 0, sizeof(fl_gate_bad)); /* no ticket is 0: shut */
   return FL_OK;
@@ -162,7 +162,7 @@ fl_status fl_plan_begin(fl_plan *pl, fl_part_batch *b, const fl_run_setup **s,
     /* The last run's round must be launched: its admit_done recorded. A
      * plan run back to back would shed every round the courier has not
      * woken for yet, and never warm: it waits instead. */
-    fl_cuda_scratch_unhold(c, pl->s.x);
+    fl_scratch_unhold(c, pl->s.x);
     st = reuse(c, pl, b->stream);
   } else {
     st = first_run(pl, b);

@@ -184,7 +184,7 @@ fl_status fl_run_setup_new(fl_part_batch *b, fl_run_setup *s) {
   uint64_t host_ids, out_bytes;
   resolve_args(b, s->dargs, &host_ids, &out_bytes);
   fl_run_layout_plan(b, host_ids, out_bytes, &s->l);
-  fl_status st = fl_cuda_scratch_acquire(c, s->l.total, s->l.host_total, b->part, &s->x);
+  fl_status st = fl_scratch_acquire(c, s->l.total, s->l.host_total, b->part, &s->x);
   if (st != FL_OK) {
     fl_run_setup_free(c, s);
     return st;
@@ -196,7 +196,7 @@ fl_status fl_run_setup_new(fl_part_batch *b, fl_run_setup *s) {
 }
 
 void fl_run_setup_free(fl_cache *c, fl_run_setup *s) {
-  if (s->x) fl_cuda_scratch_release(c, s->x);
+  if (s->x) fl_scratch_release(c, s->x);
   free(s->dargs);
   free(s->host_out);
   *s = (fl_run_setup){0};
