@@ -197,3 +197,8 @@ extern "C" int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admi
   }
   return (int)e;
 }
+
+extern "C" int fl_admit_kernels_load(void) {
+  const void *kernels[] = {(const void *)recycle, (const void *)choose, (const void *)grant, (const void *)publish, (const void *)restock, (const void *)reset};
+  return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
+}

@@ -26,6 +26,9 @@ typedef struct fl_admit_args {
  * miss set. Grids are sized for keys_cap keys, the loops stride. */
 int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admit_dev d, uint64_t keys_cap);
 
+/* Loads the round's kernels (fl_load_kernels); a cudaError_t. */
+int fl_admit_kernels_load(void);
+
 #ifdef __cplusplus
 }
 #endif

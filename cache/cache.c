@@ -245,7 +245,7 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   free(keys);
 }
 
-fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out) {
+fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
   if (!store || !cfg || !out)
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_create: store, cfg and out must be non-NULL");
   *out = NULL;

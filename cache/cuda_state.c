@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/admit_kernels.h"
 #include "cache/cache.h"
 #include "common/courier.h"
 #include "common/cuda_check.h"
@@ -96,6 +97,9 @@ fl_status fl_cuda_state_create(fl_cache *c) {
   cudaStream_t st;
   FL_CUDA_TRY(NULL, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   s->maint = st;
+  /* Loaded now: the first launch of each would stall a query or a round. */
+  FL_CUDA_TRY(NULL, fl_maint_kernels_load());
+  FL_CUDA_TRY(NULL, fl_admit_kernels_load());
   return zero_copy_setup(c);
 }
 

@@ -153,3 +153,8 @@ extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n
   return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)erase_kernel,
                                grid_for(n), kThreads, 0, params);
 }
+
+extern "C" int fl_maint_kernels_load(void) {
+  const void *kernels[] = {(const void *)reset_kernel, (const void *)histogram_kernel, (const void *)evict_kernel, (const void *)erase_kernel, (const void *)round_histogram, (const void *)round_pick, (const void *)round_evict};
+  return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
+}

@@ -53,6 +53,9 @@ typedef struct fl_evict_dev {
 int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
                           fl_evict_dev d);
 
+/* Loads the maintenance kernels (fl_load_kernels); a cudaError_t. */
+int fl_maint_kernels_load(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,10 @@ typedef struct fl_cache_fixed {
 
 const fl_cache_fixed *fl_cache_fixed_of(const fl_cache *c);
 
+/* fl_cache_create's cache (include/fleche.h), without the query path's
+ * kernels: fusion/'s fl_cache_create loads those after it. */
+fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out);
+
 /* Part p's index (read by probes without the lock: index.h). */
 const fl_index_view *fl_cache_index(const fl_cache *c, uint32_t part);
 

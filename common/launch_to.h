@@ -76,4 +76,17 @@ static inline cudaError_t fl_launch_copy(fl_launch_to t, void *dst, const void *
   return e;
 }
 
+/* Loads kernels now: cudaFuncGetAttributes loads a kernel that lazy module
+ * loading (the default since CUDA 12.2) has not loaded yet, which its first
+ * launch would otherwise do, stalling whichever query meets it. Returns the
+ * first failure (a cudaError_t), 0 when every kernel is loaded. */
+static inline int fl_load_kernels(const void *const *kernels, int n) {
+  struct cudaFuncAttributes at;
+  for (int i = 0; i < n; i++) {
+    cudaError_t e = cudaFuncGetAttributes(&at, kernels[i]);
+    if (e != cudaSuccess) return (int)e;
+  }
+  return 0;
+}
+
 #endif

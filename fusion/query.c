@@ -1,6 +1,8 @@
 /* query.c: fl_query: validates a request, splits it into part batches (one for
  * the flat layout, one per table for the per-table baseline) and runs the
- * backend's engine on each. */
+ * backend's engine on each; fl_cache_create: the cache, with the query
+ * kernels loaded. */
+#include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +59,19 @@ static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint
     if (ti->vec_bytes > b->max_row) b->max_row = ti->vec_bytes;
     b->n_args++;
   }
+}
+
+fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out) {
+  fl_status st = fl_cache_new(store, cfg, out);
+  if (st != FL_OK || fl_cache_fixed_of(*out)->backend != FL_BACKEND_CUDA) return st;
+  /* The query kernels load now: lazy module loading would load each at its
+   * first launch, inside whichever query meets it. */
+  int e = fl_query_kernels_load();
+  if (e == 0) return FL_OK;
+  fl_cache_destroy(*out);
+  *out = NULL;
+  return fl_fail(NULL, FL_ERR_CUDA, "fl_cache_create: loading the query kernels: %s",
+                 cudaGetErrorString((cudaError_t)e));
 }
 
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {

@@ -445,3 +445,7 @@ extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl
   return (int)fl_launch_kernel(to, (const void *)zero_copy, dim3(n_args, 8), kThreads, 0, params);
 }
 
+extern "C" int fl_query_kernels_load(void) {
+  const void *kernels[] = {(const void *)fused_index, (const void *)copy_hits, (const void *)scatter, (const void *)zero_copy, (const void *)scatter_in_place, (const void *)gate_wait, (const void *)gated_scatter};
+  return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
+}

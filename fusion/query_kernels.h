@@ -106,6 +106,9 @@ int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_offsets, uin
                       fl_miss_out m, const uint64_t *stage_base, const uint8_t *staging,
                       uint64_t n, void *stream);
 
+/* Loads every kernel above (fl_load_kernels); a cudaError_t. */
+int fl_query_kernels_load(void);
+
 #ifdef __cplusplus
 }
 #endif
