@@ -1,5 +1,5 @@
 /* cached.h: a store's tables as a bounded cache of a tier behind them, for
- * the cluster tier (remote.h) and nothing else. A cached store
+ * the cluster tier (cluster_store/) and nothing else. A cached store
  * (fl_store_new with cached set) keeps every table in hashed-slot storage,
  * dense ones too, so rows come and go; a read sets the row's CLOCK bit
  * (table.h) and the CLOCK hand here clears it and evicts rows found without.

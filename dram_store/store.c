@@ -1,7 +1,7 @@
 /* store.c: the store handle, the front over its tier (tier.h): create and
  * destroy, table descriptors, statistics, upserts, removes, synthetic fills
  * and change subscriptions. Gathers live in gather.c, copies in copy.c, file
- * formats in format_*.c, the tiers in local_tier.c and remote.h. */
+ * formats in format_*.c, the tiers in local_tier.c and cluster_store/. */
 #include <stdlib.h>
 
 #include "common/half.h"

@@ -2,7 +2,7 @@
  * copy.c, the formats: argument checks, tables, subscriptions, statistics)
  * over an operations table that does what differs between a store holding
  * its whole model (the local tier, local_tier.c) and a store over a Redis
- * Cluster (the cluster tier, remote.h), whose tables are only a bounded
+ * Cluster (the cluster tier, cluster_store/), whose tables are only a bounded
  * cache of the cluster's rows (cached.h).
  *
  * For those two implementations only: the table, what a gather hands a tier,

@@ -114,9 +114,9 @@ compile_source() { # one source file -> $FL_OBJ/<path with / as _>.o
 export -f compile_source
 start=$(date +%s)
 shopt -s nullglob
-printf '%s\n' common/*.c cluster/*.c dram_store/*.c encoding/*.c cache/*.c fusion/*.c tools/trace/*.c \
-  encoding/*.cu cache/*.cu fusion/*.cu | xargs -P "$(nproc)" -I{} bash -c 'compile_source {}' ||
-  exit 2
+printf '%s\n' common/*.c cluster/*.c cluster_store/*.c dram_store/*.c encoding/*.c cache/*.c \
+  fusion/*.c tools/trace/*.c encoding/*.cu cache/*.cu fusion/*.cu |
+  xargs -P "$(nproc)" -I{} bash -c 'compile_source {}' || exit 2
 link_target() { # fuzz/NAME.c -> bin/NAME
   local t="$(basename "$1" .c)"
   clang $FL_CFLAGS "$1" "$FL_OBJ"/*.o "$FL_CUDART" -l:libhiredis.a -ldl -lrt -lpthread -lm \

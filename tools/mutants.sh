@@ -64,12 +64,12 @@ describe() { catalogue | awk -F'|' -v n="$1" '$1 == n { print $3 }'; }
 # A catalogue entry without a site in the library is a mutant nothing tests.
 check_sites() {
   for n in $(catalogue | cut -d'|' -f1); do
-    grep -rqs "FL_MUTANT_ON($n)" cache common dram_store encoding fusion cluster ||
+    grep -rqs "FL_MUTANT_ON($n)" batch cache cluster cluster_store common dram_store encoding fusion ||
       { echo "mutants.sh: mutant $n has no FL_MUTANT_ON($n) site" >&2; exit 2; }
   done
 }
 
-lib_copt() { echo "--per_file_copt=^(cache|common|dram_store|encoding|fusion|cluster)/.*\\.c\$@-DFL_MUTANT=$1"; }
+lib_copt() { echo "--per_file_copt=^(cache|common|dram_store|encoding|fusion|cluster|cluster_store)/.*\\.c\$@-DFL_MUTANT=$1"; }
 
 # Failed GoogleTest cases of a test.xml, "a, b, c" (three at most, then "+N").
 failed_cases() {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "common/error.h"
-#include "dram_store/remote.h"
+#include "cluster_store/remote.h"
 
 /* Rows per cluster write: bounds the keys and argument vectors of a batch. */
 #define FL_WRITE_BATCH 65536

@@ -10,7 +10,7 @@
 #include "cluster/meta.h"
 #include "common/error.h"
 #include "common/hash.h"
-#include "dram_store/remote.h"
+#include "cluster_store/remote.h"
 
 /* tier.h's close; a store whose tier was never set has nothing to close. */
 static void remote_close(fl_store *s) {

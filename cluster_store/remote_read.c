@@ -9,7 +9,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "dram_store/remote.h"
+#include "cluster_store/remote.h"
 
 /* Under fill_lock: evicts rows with the CLOCK hand until `need` more bytes
  * fit the budget (or nothing is left to evict). */

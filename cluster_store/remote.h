@@ -13,8 +13,8 @@
  * invalidations) drop local rows through fl_cached_drop only, which bumps
  * the table's change count, so a fill whose fetch raced a change caches
  * nothing of that table. */
-#ifndef FL_DRAM_STORE_REMOTE_H
-#define FL_DRAM_STORE_REMOTE_H
+#ifndef FL_CLUSTER_STORE_REMOTE_H
+#define FL_CLUSTER_STORE_REMOTE_H
 
 #include <pthread.h>
 
@@ -22,6 +22,7 @@
 #include "cluster/inval.h"
 #include "cluster/rows.h"
 #include "dram_store/cached.h"
+#include "dram_store/tier.h"
 
 /* The tier's state (fl_store_tier). */
 typedef struct fl_remote {
