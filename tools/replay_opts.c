@@ -1,9 +1,9 @@
 /* replay_opts.c: defaults, parsing and help of the options shared by replay
  * and tune. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/opt_args.h"
 #include "tools/replay.h"
 
 void fl_replay_opts_default(fl_replay_opts *o) {
@@ -30,36 +30,6 @@ int fl_replay_uses_gpu(const fl_replay_opts *o) {
   return fl_cuda_device_count() > 0;
 }
 
-static int bad(const char *opt, const char *v, const char *want) {
-  fprintf(stderr, "error: %s '%s': expected %s\n", opt, v ? v : "", want);
-  return -1;
-}
-
-static int u64_arg(const char *opt, const char *v, uint64_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long x = v ? strtoull(v, &end, 0) : 0;
-  if (!v || *v == '-' || errno || *end) return bad(opt, v, "a non-negative integer");
-  *out = x;
-  return 1;
-}
-
-static int u32_arg(const char *opt, const char *v, uint32_t *out) {
-  uint64_t x;
-  if (u64_arg(opt, v, &x) < 0) return -1;
-  if (x > UINT32_MAX) return bad(opt, v, "a 32-bit integer");
-  *out = (uint32_t)x;
-  return 1;
-}
-
-static int double_arg(const char *opt, const char *v, double lo, double *out) {
-  char *end;
-  double x = v ? strtod(v, &end) : 0;
-  if (!v || *end || !(x >= lo)) return bad(opt, v, "a number in range");
-  *out = x;
-  return 1;
-}
-
 int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   /* Flags without a value. */
@@ -77,56 +47,56 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
   if (!known) return 0;
-  if (*i + 1 >= argc) return bad(a, NULL, "a value");
+  if (*i + 1 >= argc) return fl_opt_bad(a, NULL, "a value");
   const char *v = argv[++*i];
   if (!strcmp(a, "--format")) {
     if (!strcmp(v, "auto")) o->format = FL_TRACE_AUTO;
     else if (!strcmp(v, "criteo")) o->format = FL_TRACE_CRITEO;
     else if (!strcmp(v, "text")) o->format = FL_TRACE_TEXT;
     else if (!strcmp(v, "fltr")) o->format = FL_TRACE_FLTR;
-    else return bad(a, v, "auto, criteo, text or fltr");
+    else return fl_opt_bad(a, v, "auto, criteo, text or fltr");
     return 1;
   }
   if (!strcmp(a, "--layout")) {
     if (!strcmp(v, "flat")) o->layout = FL_LAYOUT_FLAT;
     else if (!strcmp(v, "per-table")) o->layout = FL_LAYOUT_PER_TABLE;
-    else return bad(a, v, "flat or per-table");
+    else return fl_opt_bad(a, v, "flat or per-table");
     return 1;
   }
   if (!strcmp(a, "--backend")) {
     if (!strcmp(v, "auto")) o->backend = FL_BACKEND_AUTO;
     else if (!strcmp(v, "host")) o->backend = FL_BACKEND_HOST;
     else if (!strcmp(v, "cuda")) o->backend = FL_BACKEND_CUDA;
-    else return bad(a, v, "auto, host or cuda");
+    else return fl_opt_bad(a, v, "auto, host or cuda");
     return 1;
   }
   if (!strcmp(a, "--batch")) {
-    int r = u32_arg(a, v, &o->batch);
-    return r > 0 && o->batch == 0 ? bad(a, v, "at least 1") : r;
+    int r = fl_opt_u32(a, v, &o->batch);
+    return r > 0 && o->batch == 0 ? fl_opt_bad(a, v, "at least 1") : r;
   }
   if (!strcmp(a, "--dim")) {
-    int r = u32_arg(a, v, &o->dim);
-    return r > 0 && (o->dim == 0 || o->dim > 4096) ? bad(a, v, "1..4096") : r;
+    int r = fl_opt_u32(a, v, &o->dim);
+    return r > 0 && (o->dim == 0 || o->dim > 4096) ? fl_opt_bad(a, v, "1..4096") : r;
   }
-  if (!strcmp(a, "--batches")) return u64_arg(a, v, &o->batches);
-  if (!strcmp(a, "--switch-at")) return u64_arg(a, v, &o->switch_at);
-  if (!strcmp(a, "--seed")) return u64_arg(a, v, &o->seed);
-  if (!strcmp(a, "--budget-bytes")) return u64_arg(a, v, &o->budget_bytes);
-  if (!strcmp(a, "--unified")) return u64_arg(a, v, &o->unified);
-  if (!strcmp(a, "--threads")) return u32_arg(a, v, &o->threads);
-  if (!strcmp(a, "--scale")) return double_arg(a, v, 1, &o->scale);
-  if (!strcmp(a, "--exponent")) return double_arg(a, v, 1e-6, &o->exponent);
-  if (!strcmp(a, "--switch-exponent")) return double_arg(a, v, 1e-6, &o->switch_exponent);
-  if (!strcmp(a, "--budget-pct")) return double_arg(a, v, 1e-9, &o->budget_pct);
+  if (!strcmp(a, "--batches")) return fl_opt_u64(a, v, &o->batches);
+  if (!strcmp(a, "--switch-at")) return fl_opt_u64(a, v, &o->switch_at);
+  if (!strcmp(a, "--seed")) return fl_opt_u64(a, v, &o->seed);
+  if (!strcmp(a, "--budget-bytes")) return fl_opt_u64(a, v, &o->budget_bytes);
+  if (!strcmp(a, "--unified")) return fl_opt_u64(a, v, &o->unified);
+  if (!strcmp(a, "--threads")) return fl_opt_u32(a, v, &o->threads);
+  if (!strcmp(a, "--scale")) return fl_opt_double(a, v, 1, &o->scale);
+  if (!strcmp(a, "--exponent")) return fl_opt_double(a, v, 1e-6, &o->exponent);
+  if (!strcmp(a, "--switch-exponent")) return fl_opt_double(a, v, 1e-6, &o->switch_exponent);
+  if (!strcmp(a, "--budget-pct")) return fl_opt_double(a, v, 1e-9, &o->budget_pct);
   if (!strcmp(a, "--dram-budget-pct")) {
-    int r = double_arg(a, v, 0, &o->dram_budget_pct);
-    return r > 0 && o->dram_budget_pct > 100 ? bad(a, v, "a percentage in [0, 100]") : r;
+    int r = fl_opt_double(a, v, 0, &o->dram_budget_pct);
+    return r > 0 && o->dram_budget_pct > 100 ? fl_opt_bad(a, v, "a percentage in [0, 100]") : r;
   }
   if (!strcmp(a, "--store")) return o->store = v, 1;
   if (!strcmp(a, "--store-ns")) return o->store_ns = v, 1;
   if (!strcmp(a, "--admit")) {
-    int r = double_arg(a, v, 0, &o->admit);
-    return r > 0 && o->admit > 1 ? bad(a, v, "a probability in [0, 1]") : r;
+    int r = fl_opt_double(a, v, 0, &o->admit);
+    return r > 0 && o->admit > 1 ? fl_opt_bad(a, v, "a probability in [0, 1]") : r;
   }
   if (!strcmp(a, "--tables")) return o->tables = v, 1;
   if (!strcmp(a, "--model")) return o->model = v, 1;
