@@ -1,0 +1,247 @@
+/* serve.h: the serving benchmark's pieces (serve_bench.c). Skip to "options".
+ *
+ * The benchmark plays an inference server in front of the cache, through the
+ * public API only: K worker threads, each with its own CUDA stream and its
+ * own preallocated output buffers, answer requests of varying size (a request
+ * of s samples is one fl_query of s ids in each table). It measures latency
+ * under load in levels:
+ * - closed loop: the K workers serve requests back to back; the achieved rate
+ *   is the saturation rate;
+ * - open loop: requests arrive by a Poisson process at a fraction of that
+ *   rate into one shared FIFO queue that the K workers drain, as a server's
+ *   thread pool does. A request's latency runs from its scheduled arrival to
+ *   the end of its answer (stream synchronised), so time spent queued counts.
+ *
+ * Requests are cut, before anything is timed, from replay's workload (the
+ * embedded Zipf generator over the Criteo-sized tables): the first requests
+ * take the first samples of the trace, the next ones the next samples. The
+ * pool is served as one stream that continues from level to level and starts
+ * over at its end (each level reports how many passes it made).
+ *
+ * Attribution: a request's latency splits into time queued and time served
+ * (fl_query and the stream synchronisation); of the time queued, the
+ * dispatch delay is the part after the request had arrived and its worker
+ * was free: the worker thread waking up and getting a CPU, not the library.
+ * The public API counts cache activity globally, not per call, and
+ * fl_cache_stats_get takes the cache's lock, so a sampler thread reads the
+ * counters every --sample-ms and the stall report gives, for each slow
+ * request, the counters' change over the reads around it (all workers'
+ * activity). Per-request phase times from the library, when it has them,
+ * become more fl_serve_stall fields. */
+#ifndef FL_TOOLS_SERVE_H
+#define FL_TOOLS_SERVE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tools/replay.h"
+
+/* ---------------------------------------------------------------- options */
+
+enum { FL_SERVE_MAX_LOADS = 32, FL_SERVE_MAX_SIZES = 64 };
+
+/* Request sizes in samples: uniform over a list, or log-uniform in [lo, hi]
+ * (every power-of-two band equally likely). */
+typedef struct fl_serve_sizes {
+  int log_uniform;
+  uint32_t list[FL_SERVE_MAX_SIZES]; /* uniform over list[0 .. n) */
+  uint32_t n;
+  uint32_t lo, hi;                   /* log-uniform range, 1 <= lo <= hi */
+} fl_serve_sizes;
+
+typedef struct fl_serve_opts {
+  fl_replay_opts w;     /* workload, model and cache: replay's options (w.threads: the
+                           library's host threads, --host-threads) */
+  uint32_t threads;     /* K worker threads */
+  double seconds;       /* per measured level */
+  double loads[FL_SERVE_MAX_LOADS]; /* open-loop rates, fractions of the closed loop's */
+  uint32_t n_loads;
+  fl_serve_sizes sizes;
+  int device_ids;       /* CUDA: a worker copies the request's ids to device memory
+                           (one copy on its stream) before fl_query; else fl_query reads
+                           them from the pinned request pool */
+  uint32_t stalls;      /* slowest requests reported per level */
+  uint32_t sample_ms;   /* period of the counter sampler, 0: none */
+  double warm_seconds;  /* the warm-up stops here even if the hit rate still moves */
+  const char *svg;
+} fl_serve_opts;
+
+/* Parses argv; 0 ok, 1 --help printed, -1 usage error (message printed). */
+int fl_serve_parse(fl_serve_opts *o, int argc, char **argv);
+/* Draws one request size. *rng: a splitmix64 state. */
+uint32_t fl_serve_draw_size(const fl_serve_sizes *s, uint64_t *rng);
+/* The --sizes text of a distribution ("64,256" or "log:1-2048"). */
+void fl_serve_sizes_desc(const fl_serve_sizes *s, char *buf, size_t cap);
+
+/* ----------------------------------------------------------- request pool */
+
+typedef struct fl_serve_request {
+  uint32_t samples;
+  uint64_t *ids;        /* n_tables x samples ids: table t's at ids + t * samples */
+} fl_serve_request;
+
+typedef struct fl_serve_pool {
+  fl_serve_request *req;
+  uint64_t n;           /* requests */
+  uint64_t samples;     /* over all requests */
+  uint32_t n_tables;
+  uint32_t max_samples; /* the largest request */
+  uint64_t *ids;        /* every request's ids; pinned host memory when pinned */
+  int pinned;
+} fl_serve_pool;
+
+/* Cuts the workload's trace into requests of sizes drawn from o->sizes; the
+ * ids are pinned (cudaHostAlloc) when pinned != 0. Errors are printed. */
+fl_status fl_serve_pool_build(const fl_workload *w, const fl_serve_opts *o, int pinned,
+                              fl_serve_pool *p);
+void fl_serve_pool_free(fl_serve_pool *p);
+
+/* ---------------------------------------------------------------- workers */
+
+/* One worker's stream and preallocated buffers, sized for the largest request. */
+typedef struct fl_serve_worker fl_serve_worker;
+
+fl_status fl_serve_worker_create(fl_cache *c, const fl_workload *w, const fl_serve_pool *p,
+                                 int device_ids, fl_serve_worker **out);
+void fl_serve_worker_destroy(fl_serve_worker *k);
+/* Answers one request and waits for it (the stream synchronised). Errors are
+ * printed. Called by one thread at a time per worker. */
+fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r);
+
+/* ------------------------------------------------------- counter sampling */
+
+/* What the counters can say about a stretch of time (deltas, all workers). */
+enum {
+  FL_ATTR_QUERIES,     /* fl_query calls that ended */
+  FL_ATTR_MISSES,      /* unique rows fetched from the store */
+  FL_ATTR_EVICTIONS,
+  FL_ATTR_STARVED,     /* CUDA admission rounds that found no free slot */
+  FL_ATTR_SHED,        /* CUDA admission rounds dropped */
+  FL_ATTR_ADMIT_WAIT,  /* ms waiting for the last admission round */
+  FL_ATTR_GATHER,      /* ms inside the store's gathers */
+  FL_ATTR_COUNT
+};
+/* Each counter's name in the reports, and the decimals it is printed with. */
+typedef struct fl_serve_attr_col {
+  const char *name;
+  int decimals;
+} fl_serve_attr_col;
+extern const fl_serve_attr_col fl_attr_cols[FL_ATTR_COUNT];
+
+typedef struct fl_serve_attrib {
+  double v[FL_ATTR_COUNT];
+} fl_serve_attrib;
+
+typedef struct fl_serve_sample {
+  uint64_t t_ns;        /* monotonic */
+  fl_serve_attrib a;    /* counters then */
+} fl_serve_sample;
+
+void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a);
+
+/* ----------------------------------------------------------------- levels */
+
+typedef struct fl_serve_record {
+  uint64_t req;         /* index into the pool */
+  uint32_t worker;
+  uint32_t nth;         /* the worker's nth request of the level, from 1 */
+  int64_t sched_ns;     /* scheduled arrival (closed loop: the start), from t0 */
+  int64_t start_ns, end_ns;
+} fl_serve_record;
+
+typedef struct fl_serve_level {
+  char label[32];       /* "closed K=4", "open 50%", "warm 3" */
+  int open;             /* open loop */
+  double load;          /* open: fraction of the saturation rate */
+  double offered_rps;   /* open: arrivals scheduled / seconds; closed: 0 */
+  double seconds;       /* asked for */
+  uint64_t n;           /* requests answered */
+  uint64_t unserved;    /* open: scheduled, not answered before the deadline */
+  uint64_t samples, lookups;
+  double wall_s;        /* t0 to the last answer */
+  double passes;        /* pool passes */
+  uint64_t t0_ns;       /* monotonic; records count from here */
+  fl_serve_record *rec; /* n records, by ticket (arrival order) */
+  double *lat_us, *queue_us, *service_us; /* per record: end - sched, start - sched,
+                                             end - start */
+  double *dispatch_us;  /* per record: start - (arrival or its worker's last end, the
+                           later): how late the worker thread began (wake-up, CPU) */
+  fl_cache_stats before, after;
+  fl_serve_sample *samples_at; /* the sampler's reads, n_samples of them */
+  uint64_t n_samples;
+} fl_serve_level;
+
+/* Everything a level runs on. */
+typedef struct fl_serve_ctx {
+  const fl_serve_opts *o;
+  fl_cache *cache;
+  const fl_serve_pool *pool;
+  fl_serve_worker **workers; /* o->threads of them */
+  uint64_t cursor;           /* the pool's next request */
+  uint64_t seed;             /* arrival streams: one per level from (seed, levels_run) */
+  uint64_t levels_run;
+  double est_rps;            /* closed loop's rate so far (sizes its records) */
+} fl_serve_ctx;
+
+/* Runs one level: closed loop for `seconds` or until max_requests (0: no
+ * limit; a closed level needs one or the other), or open loop at `rps` for
+ * `seconds`. Records are allocated here; fl_serve_level_free frees them. */
+fl_status fl_serve_run_closed(fl_serve_ctx *x, const char *label, double seconds,
+                              uint64_t max_requests, fl_serve_level *l);
+fl_status fl_serve_run_open(fl_serve_ctx *x, const char *label, double load, double rps,
+                            double seconds, fl_serve_level *l);
+void fl_serve_level_free(fl_serve_level *l);
+
+/* --------------------------------------------------------------- results */
+
+double fl_serve_achieved_rps(const fl_serve_level *l);
+double fl_serve_hit_rate(const fl_serve_level *l);
+/* Latency percentile (q in [0, 1]) in us: scheduled arrival to answer. */
+double fl_serve_latency_us(const fl_serve_level *l, double q);
+
+/* The warm-up: closed-loop rounds until the hit rate is steady. */
+typedef struct fl_serve_warm {
+  uint32_t rounds;
+  int steady;           /* 0: stopped by --warm-seconds */
+  double seconds, hit_rate, rps; /* total time; the last round's hit rate and rate */
+  double first_p50_us, first_max_us; /* the first round's latency: the first calls
+                                        (CUDA modules loaded lazily, buffers grown) */
+} fl_serve_warm;
+
+/* A whole run: what it ran on, the warm-up, the levels (closed loop first). */
+typedef struct fl_serve_result {
+  fl_backend backend;
+  uint64_t budget_bytes;
+  fl_serve_warm warm;
+  fl_serve_level *levels;
+  uint32_t n_levels;
+} fl_serve_result;
+
+void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
+                    const fl_serve_result *res);
+/* The slowest requests of a level, with what went on around them. */
+void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
+                           const fl_serve_level *l);
+fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve_pool *p,
+                        const fl_serve_result *res);
+/* Latency percentiles and achieved rate against the offered rate (open loop). */
+fl_status fl_serve_svg(const char *path, const fl_serve_result *res);
+
+/* One slow request and what went on around it. New columns (the library's
+ * per-request phase times, when it has them) go here and into the
+ * attribution, so that the text and JSON reports both get them. */
+typedef struct fl_serve_stall {
+  const fl_serve_record *r;
+  uint32_t samples;
+  double queue_us, service_us, total_us, dispatch_us;
+  uint64_t busy;        /* other requests in service at its start */
+  uint64_t ahead;       /* requests that arrived before it and had not started by its arrival */
+  fl_serve_attrib d;    /* the counters' change over the reads enclosing its service */
+  double window_ms;     /* the span of those reads */
+} fl_serve_stall;
+
+/* The min(k, l->n) slowest requests of a level, slowest first. */
+uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, uint32_t k,
+                         fl_serve_stall *out);
+
+#endif

@@ -1,0 +1,115 @@
+/* serve_json.c: the serving benchmark's results as JSON (--json) and its plot
+ * (--svg): latency percentiles and achieved rate against the offered rate. */
+#include <stdlib.h>
+
+#include "tools/serve.h"
+
+/* {"p50": .., "p99": .., "p999": .., "max": ..} of n values. */
+static void percentiles(FILE *f, const char *name, const double *v, uint64_t n) {
+  fprintf(f, "\"%s\": {\"p50\": %.2f, \"p99\": %.2f, \"p999\": %.2f, \"max\": %.2f}", name,
+          fl_percentile(v, n, 0.5), fl_percentile(v, n, 0.99), fl_percentile(v, n, 0.999),
+          fl_percentile(v, n, 1));
+}
+
+static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {
+  fl_serve_stall *st = malloc((k ? k : 1) * sizeof *st);
+  uint32_t m = st ? fl_serve_stalls(l, p, k, st) : 0;
+  fprintf(f, "\"stalls\": [");
+  for (uint32_t j = 0; j < m; j++) {
+    const fl_serve_record *r = st[j].r;
+    fprintf(f, "%s\n        {\"size\": %u, \"worker\": %u, \"nth\": %u, \"sched_ms\": %.4f, "
+            "\"start_ms\": %.4f, \"end_ms\": %.4f, \"queue_us\": %.2f, \"service_us\": %.2f, "
+            "\"total_us\": %.2f, \"dispatch_us\": %.2f, \"busy\": %llu, \"ahead\": %llu, "
+            "\"window_ms\": %.3f, \"counters\": {",
+            j ? "," : "", st[j].samples, r->worker, r->nth, r->sched_ns / 1e6, r->start_ns / 1e6,
+            r->end_ns / 1e6, st[j].queue_us, st[j].service_us, st[j].total_us, st[j].dispatch_us,
+            (unsigned long long)st[j].busy, (unsigned long long)st[j].ahead, st[j].window_ms);
+    for (int c = 0; c < FL_ATTR_COUNT; c++)
+      fprintf(f, "%s\"%s\": %.*f", c ? ", " : "", fl_attr_cols[c].name, fl_attr_cols[c].decimals,
+              st[j].d.v[c]);
+    fprintf(f, "}}");
+  }
+  fprintf(f, "]");
+  free(st);
+}
+
+static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {
+  fprintf(f, "\n    {\"label\": \"%s\", \"mode\": \"%s\", \"load\": %.4f, \"offered_rps\": %.2f, "
+          "\"achieved_rps\": %.2f, \"lookups_per_second\": %.1f,\n     \"requests\": %llu, "
+          "\"unserved\": %llu, \"samples\": %llu, \"lookups\": %llu, \"seconds\": %.3f, "
+          "\"wall_seconds\": %.6f, \"passes\": %.4f, \"hit_rate\": %.6f,\n     ",
+          l->label, l->open ? "open" : "closed", l->load, l->offered_rps, fl_serve_achieved_rps(l),
+          l->wall_s > 0 ? (double)l->lookups / l->wall_s : 0, (unsigned long long)l->n,
+          (unsigned long long)l->unserved, (unsigned long long)l->samples,
+          (unsigned long long)l->lookups, l->seconds, l->wall_s, l->passes, fl_serve_hit_rate(l));
+  percentiles(f, "latency_us", l->lat_us, l->n);
+  fprintf(f, ",\n     ");
+  percentiles(f, "queue_us", l->queue_us, l->n);
+  fprintf(f, ",\n     ");
+  percentiles(f, "service_us", l->service_us, l->n);
+  fprintf(f, ",\n     ");
+  percentiles(f, "dispatch_us", l->dispatch_us, l->n);
+  fprintf(f, ",\n     ");
+  stalls(f, l, p, k);
+  fprintf(f, "}");
+}
+
+fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve_pool *p,
+                        const fl_serve_result *res) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "error: %s: cannot create\n", path);
+    return FL_ERR_IO;
+  }
+  char sizes[256];
+  fl_serve_sizes_desc(&o->sizes, sizes, sizeof sizes);
+  const fl_serve_warm *w = &res->warm;
+  fprintf(f, "{\n  \"backend\": \"%s\", \"threads\": %u, \"sizes\": \"%s\", \"mean_samples\": %.2f,\n"
+          "  \"tables\": %u, \"pool_requests\": %llu, \"pool_samples\": %llu, \"device_ids\": %s,\n"
+          "  \"budget_bytes\": %llu, \"seconds\": %.3f, \"sample_ms\": %u,\n"
+          "  \"warmup\": {\"rounds\": %u, \"seconds\": %.3f, \"hit_rate\": %.6f, \"rps\": %.2f, "
+          "\"steady\": %s, \"first_p50_us\": %.2f, \"first_max_us\": %.2f},\n  \"levels\": [",
+          res->backend == FL_BACKEND_CUDA ? "cuda" : "host", o->threads, sizes,
+          (double)p->samples / (double)p->n, p->n_tables, (unsigned long long)p->n,
+          (unsigned long long)p->samples, o->device_ids ? "true" : "false",
+          (unsigned long long)res->budget_bytes, o->seconds, o->sample_ms, w->rounds,
+          w->seconds, w->hit_rate, w->rps, w->steady ? "true" : "false", w->first_p50_us,
+          w->first_max_us);
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    if (i) fputc(',', f);
+    level(f, &res->levels[i], p, o->stalls);
+  }
+  fprintf(f, "\n  ]\n}\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "error: %s: write failed\n", path);
+    return FL_ERR_IO;
+  }
+  return FL_OK;
+}
+
+fl_status fl_serve_svg(const char *path, const fl_serve_result *res) {
+  enum { P50, P99, P999, ACHIEVED, SERIES };
+  static const double q[3] = {0.5, 0.99, 0.999};
+  static const char *const name[SERIES] = {"p50", "p99", "p99.9", "achieved"};
+  uint32_t n = res->n_levels;
+  double *x = malloc((n ? n : 1) * sizeof *x), *y = malloc((n ? n : 1) * SERIES * sizeof *y);
+  if (!x || !y) return free(x), free(y), FL_ERR_OUT_OF_MEMORY;
+  size_t m = 0; /* open levels */
+  for (uint32_t i = 0; i < n; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    if (!l->open) continue;
+    x[m] = l->offered_rps;
+    for (int s = P50; s <= P999; s++) y[s * n + m] = fl_serve_latency_us(l, q[s]);
+    y[ACHIEVED * n + m] = fl_serve_achieved_rps(l);
+    m++;
+  }
+  fl_plot_series se[SERIES];
+  for (int s = 0; s < SERIES; s++) se[s] = (fl_plot_series){name[s], x, y + s * n, m};
+  fl_plot_panel pn[2] = {
+      {"Latency from arrival (open loop)", "offered requests/s", "us", se, 3},
+      {"Achieved rate", "offered requests/s", "requests/s", se + ACHIEVED, 1}};
+  fl_status st = fl_plot_svg(path, "serve_bench", pn, 2);
+  free(x);
+  free(y);
+  return st;
+}

@@ -1,0 +1,259 @@
+/* serve_level.c: one level of the serving benchmark: the worker threads, the
+ * shared queue, the arrival schedule and the counter sampler.
+ *
+ * The queue is a ticket counter: a free worker takes the next ticket i and
+ * serves request i once it has arrived (open loop: at t0 + sched[i]; closed
+ * loop: at once). Tickets go out in arrival order and a worker takes one only
+ * when it is free, so this is one FIFO queue served by K servers: request i
+ * starts when it has arrived and a worker has finished everything it took
+ * before. Record i belongs to the worker holding ticket i alone until the
+ * threads are joined. */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/hash.h"
+#include "tools/serve.h"
+#include "tools/trace/zipf.h"
+
+/* A waiting worker sleeps until this close to its request's arrival, then
+ * yields in a loop: the sleep's wake-up lag (tens of us) stays out of the
+ * latency of requests that arrive at an idle server. */
+#define SPIN_NS 50000
+/* Open loop: a request not started by seconds x DEADLINE_FACTOR + 1 s is not
+ * served (the level is past saturation); the level reports it as unserved. */
+#define DEADLINE_FACTOR 3
+/* t0 is this far ahead of the threads' creation, so that every worker is
+ * waiting when the level begins. */
+#define START_AHEAD_NS 5000000
+
+typedef struct level_run {
+  fl_serve_ctx *x;
+  fl_serve_level *l;
+  const int64_t *sched; /* open: arrival of ticket i, ns from t0; NULL: closed */
+  uint64_t cap;         /* tickets available (records allocated) */
+  uint64_t t0;          /* monotonic ns */
+  int64_t stop_ns;      /* closed: no request starts after; open: the deadline */
+  uint64_t next;        /* the next ticket (atomic) */
+  int failed;           /* a worker's fl_query failed (atomic) */
+  fl_status status;     /* the first failure */
+  int sampling;         /* the sampler runs while 1 (atomic) */
+} level_run;
+
+typedef struct worker_arg {
+  level_run *run;
+  uint32_t id;
+} worker_arg;
+
+static void wait_until(uint64_t t_ns) {
+  for (uint64_t now = fl_now_ns(); now < t_ns; now = fl_now_ns()) {
+    if (t_ns - now > SPIN_NS) {
+      uint64_t at = t_ns - SPIN_NS;
+      struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+static void fail(level_run *run, fl_status s) {
+  if (!__atomic_exchange_n(&run->failed, 1, __ATOMIC_ACQ_REL)) run->status = s;
+}
+
+static void *worker_main(void *arg) {
+  worker_arg *wa = arg;
+  level_run *run = wa->run;
+  fl_serve_ctx *x = run->x;
+  uint32_t nth = 0;
+  wait_until(run->t0);
+  while (!__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE)) {
+    uint64_t i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED);
+    if (i >= run->cap) break;
+    if (run->sched) wait_until(run->t0 + (uint64_t)run->sched[i]);
+    int64_t start = (int64_t)(fl_now_ns() - run->t0);
+    if (start > run->stop_ns) break; /* record i stays unserved (end_ns < 0) */
+    uint64_t req = (x->cursor + i) % x->pool->n;
+    fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req]);
+    int64_t end = (int64_t)(fl_now_ns() - run->t0);
+    if (s != FL_OK) {
+      fail(run, s);
+      break;
+    }
+    run->l->rec[i] = (fl_serve_record){req, wa->id, ++nth, run->sched ? run->sched[i] : start,
+                                       start, end};
+  }
+  return NULL;
+}
+
+static void *sampler_main(void *arg) {
+  level_run *run = arg;
+  fl_serve_level *l = run->l;
+  uint64_t cap = 0;
+  uint32_t ms = run->x->o->sample_ms;
+  const struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  /* The last read comes after the workers are joined: every request lies
+   * between two reads. */
+  for (;;) {
+    int last = !__atomic_load_n(&run->sampling, __ATOMIC_ACQUIRE);
+    fl_cache_stats st;
+    if (fl_cache_stats_get(run->x->cache, &st, NULL, 0) != FL_OK) break;
+    if (l->n_samples == cap) {
+      cap = cap ? 2 * cap : 1024;
+      fl_serve_sample *p = realloc(l->samples_at, cap * sizeof *p);
+      if (!p) break;
+      l->samples_at = p;
+    }
+    fl_serve_sample *smp = &l->samples_at[l->n_samples++];
+    smp->t_ns = fl_now_ns();
+    fl_serve_attrib_of(&st, &smp->a);
+    if (last) break;
+    nanosleep(&period, NULL);
+  }
+  return NULL;
+}
+
+/* Every served request's latency, time queued, time served, and dispatch
+ * delay: from when it could start (it had arrived and the worker that took it
+ * was free) to its start. A worker takes its tickets in increasing order, so
+ * its previous record in ticket order is the one it served before. */
+static fl_status times(fl_serve_level *l, uint32_t workers) {
+  size_t bytes = (l->n ? l->n : 1) * sizeof(double);
+  int64_t *free_at = calloc(workers, sizeof *free_at); /* the worker's last end, from t0 */
+  l->lat_us = malloc(bytes), l->queue_us = malloc(bytes), l->service_us = malloc(bytes);
+  l->dispatch_us = malloc(bytes);
+  if (!free_at || !l->lat_us || !l->queue_us || !l->service_us || !l->dispatch_us) {
+    free(free_at);
+    return FL_ERR_OUT_OF_MEMORY;
+  }
+  for (uint64_t i = 0; i < l->n; i++) {
+    const fl_serve_record *r = &l->rec[i];
+    int64_t ready = r->sched_ns > free_at[r->worker] ? r->sched_ns : free_at[r->worker];
+    l->lat_us[i] = (double)(r->end_ns - r->sched_ns) / 1e3;
+    l->queue_us[i] = (double)(r->start_ns - r->sched_ns) / 1e3;
+    l->service_us[i] = (double)(r->end_ns - r->start_ns) / 1e3;
+    l->dispatch_us[i] = (double)(r->start_ns - ready) / 1e3;
+    free_at[r->worker] = r->end_ns;
+  }
+  free(free_at);
+  return FL_OK;
+}
+
+/* Keeps the served records, in ticket order, counts the rest as unserved,
+ * and computes the records' times. */
+static fl_status compact(level_run *run, uint64_t taken) {
+  fl_serve_level *l = run->l;
+  const fl_serve_pool *p = run->x->pool;
+  for (uint64_t i = 0; i < taken; i++) {
+    const fl_serve_record *r = &l->rec[i];
+    if (r->end_ns < 0) { /* closed loop: taken after the time was up */
+      l->unserved += run->sched != NULL;
+      continue;
+    }
+    uint32_t s = p->req[r->req].samples;
+    l->samples += s;
+    l->lookups += (uint64_t)s * p->n_tables;
+    if (r->end_ns / 1e9 > l->wall_s) l->wall_s = r->end_ns / 1e9;
+    l->rec[l->n++] = *r;
+  }
+  if (run->sched) l->unserved += run->cap - taken; /* tickets never taken */
+  l->passes = (double)taken / (double)p->n;
+  run->x->cursor = (run->x->cursor + taken) % p->n;
+  return times(l, run->x->o->threads);
+}
+
+/* Starts the sampler and the workers, which begin at t0, joins them. */
+static fl_status run_level(level_run *run) {
+  fl_serve_ctx *x = run->x;
+  fl_serve_level *l = run->l;
+  uint32_t k = x->o->threads;
+  pthread_t *th = calloc(k + 1, sizeof *th);
+  worker_arg *wa = calloc(k, sizeof *wa);
+  l->rec = malloc((run->cap ? run->cap : 1) * sizeof *l->rec);
+  if (!th || !wa || !l->rec) {
+    free(th), free(wa);
+    return FL_ERR_OUT_OF_MEMORY;
+  }
+  for (uint64_t i = 0; i < run->cap; i++) l->rec[i].end_ns = -1;
+  fl_status s = fl_cache_stats_get(x->cache, &l->before, NULL, 0);
+  run->sampling = 1;
+  run->t0 = l->t0_ns = fl_now_ns() + START_AHEAD_NS;
+  uint32_t started = 0;
+  int sampler = s == FL_OK && x->o->sample_ms &&
+                pthread_create(&th[k], NULL, sampler_main, run) == 0;
+  int go = s == FL_OK && sampler == (x->o->sample_ms != 0); /* nothing failed yet */
+  for (; go && started < k; started++) {
+    wa[started] = (worker_arg){run, started};
+    if (pthread_create(&th[started], NULL, worker_main, &wa[started]) != 0) break;
+  }
+  if (started < k) fail(run, FL_ERR_OUT_OF_MEMORY); /* no thread: the others stop */
+  for (uint32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+  __atomic_store_n(&run->sampling, 0, __ATOMIC_RELEASE);
+  if (sampler) pthread_join(th[k], NULL);
+  if (s == FL_OK) s = fl_cache_stats_get(x->cache, &l->after, NULL, 0);
+  if (s == FL_OK && run->failed) s = run->status;
+  uint64_t taken = run->next < run->cap ? run->next : run->cap;
+  if (s == FL_OK) s = compact(run, taken);
+  free(th);
+  free(wa);
+  return s;
+}
+
+static void level_init(fl_serve_level *l, const char *label, int open, double seconds) {
+  memset(l, 0, sizeof *l);
+  snprintf(l->label, sizeof l->label, "%s", label);
+  l->open = open;
+  l->seconds = seconds;
+}
+
+fl_status fl_serve_run_closed(fl_serve_ctx *x, const char *label, double seconds,
+                              uint64_t max_requests, fl_serve_level *l) {
+  level_init(l, label, 0, seconds);
+  level_run run = {.x = x, .l = l};
+  /* Without a count, records for 3x the rate seen so far: a faster level
+   * ends early, at its last record, and its rate is still what it did. */
+  run.cap = max_requests ? max_requests : (uint64_t)(x->est_rps * seconds * 3) + 4096;
+  run.stop_ns = seconds > 0 ? (int64_t)(seconds * 1e9) : INT64_MAX;
+  return run_level(&run);
+}
+
+fl_status fl_serve_run_open(fl_serve_ctx *x, const char *label, double load, double rps,
+                            double seconds, fl_serve_level *l) {
+  level_init(l, label, 1, seconds);
+  l->load = load;
+  /* Poisson arrivals: exponential gaps of mean 1 / rps, one stream per level. */
+  uint64_t rng = fl_hash2(x->seed, x->levels_run++), cap = 0, n = 0;
+  int64_t *sched = NULL;
+  for (double t = 0;;) {
+    double u = ((double)(fl_rng_next(&rng) >> 11) + 1) * 0x1p-53; /* (0, 1] */
+    t += -log(u) / rps;
+    if (t >= seconds) break;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 4096;
+      int64_t *p = realloc(sched, cap * sizeof *p);
+      if (!p) return free(sched), FL_ERR_OUT_OF_MEMORY;
+      sched = p;
+    }
+    sched[n++] = (int64_t)(t * 1e9);
+  }
+  l->offered_rps = (double)n / seconds;
+  level_run run = {.x = x, .l = l, .sched = sched, .cap = n};
+  run.stop_ns = (int64_t)((seconds * DEADLINE_FACTOR + 1) * 1e9);
+  fl_status s = run_level(&run);
+  free(sched);
+  return s;
+}
+
+void fl_serve_level_free(fl_serve_level *l) {
+  free(l->rec);
+  free(l->lat_us);
+  free(l->queue_us);
+  free(l->service_us);
+  free(l->dispatch_us);
+  free(l->samples_at);
+  memset(l, 0, sizeof *l);
+}

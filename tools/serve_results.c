@@ -1,0 +1,97 @@
+/* serve_results.c: what a level's records and counter samples say: rates,
+ * hit rate, latency percentiles, the slowest requests and, for one request,
+ * what else was going on (other requests, the cache's counters). */
+#include <stdlib.h>
+
+#include "tools/serve.h"
+
+const fl_serve_attr_col fl_attr_cols[FL_ATTR_COUNT] = {
+    {"queries", 0},     {"store_rows", 0},    {"evictions", 0}, {"rounds_starved", 0},
+    {"rounds_shed", 0}, {"admit_wait_ms", 2}, {"gather_ms", 2}};
+
+void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
+  a->v[FL_ATTR_QUERIES] = (double)s->queries;
+  a->v[FL_ATTR_MISSES] = (double)s->unique_misses;
+  a->v[FL_ATTR_EVICTIONS] = (double)s->evictions;
+  a->v[FL_ATTR_STARVED] = (double)s->rounds_starved;
+  a->v[FL_ATTR_SHED] = (double)s->rounds_shed;
+  a->v[FL_ATTR_ADMIT_WAIT] = s->ns_admission_wait / 1e6;
+  a->v[FL_ATTR_GATHER] = s->ns_store_gather / 1e6;
+}
+
+double fl_serve_achieved_rps(const fl_serve_level *l) {
+  return l->wall_s > 0 ? (double)l->n / l->wall_s : 0;
+}
+
+double fl_serve_hit_rate(const fl_serve_level *l) {
+  const fl_cache_stats *a = &l->before, *b = &l->after;
+  uint64_t n = b->lookups - a->lookups;
+  return n ? (double)(b->hits + b->dram_hits - a->hits - a->dram_hits) / (double)n : 0;
+}
+
+double fl_serve_latency_us(const fl_serve_level *l, double q) {
+  return fl_percentile(l->lat_us, l->n, q);
+}
+
+/* The indices of the k slowest records, slowest first; returns min(k, n). */
+static uint32_t slowest(const fl_serve_level *l, uint32_t k, uint64_t *out) {
+  uint32_t m = 0;
+  for (uint64_t i = 0; i < l->n; i++) {
+    /* out[0 .. m) stays sorted, slowest first: insert i where it belongs. */
+    uint32_t at = m < k ? m++ : k;
+    while (at > 0 && l->lat_us[out[at - 1]] < l->lat_us[i]) {
+      if (at < k) out[at] = out[at - 1];
+      at--;
+    }
+    if (at < k) out[at] = i;
+  }
+  return m;
+}
+
+static void context_of(const fl_serve_level *l, uint64_t i, uint64_t *busy, uint64_t *ahead) {
+  const fl_serve_record *r = &l->rec[i];
+  *busy = *ahead = 0;
+  for (uint64_t j = 0; j < l->n; j++) {
+    const fl_serve_record *o = &l->rec[j];
+    if (j == i) continue;
+    *busy += o->start_ns <= r->start_ns && r->start_ns < o->end_ns;
+    *ahead += o->sched_ns <= r->sched_ns && o->start_ns > r->sched_ns;
+  }
+}
+
+static void attrib_window(const fl_serve_level *l, uint64_t i, fl_serve_attrib *d,
+                          double *window_ms) {
+  const fl_serve_record *r = &l->rec[i];
+  uint64_t start = l->t0_ns + (uint64_t)r->start_ns, end = l->t0_ns + (uint64_t)r->end_ns;
+  *d = (fl_serve_attrib){{0}};
+  *window_ms = 0;
+  if (!l->n_samples) return;
+  uint64_t a = 0, b = l->n_samples - 1;
+  /* The last read at or before the start, the first at or after the end
+   * (reads are in time order; the first precedes t0, the last every end). */
+  for (uint64_t s = 0; s < l->n_samples && l->samples_at[s].t_ns <= start; s++) a = s;
+  for (uint64_t s = l->n_samples; s-- > a;)
+    if (l->samples_at[s].t_ns >= end) b = s;
+  for (int k = 0; k < FL_ATTR_COUNT; k++)
+    d->v[k] = l->samples_at[b].a.v[k] - l->samples_at[a].a.v[k];
+  *window_ms = (double)(l->samples_at[b].t_ns - l->samples_at[a].t_ns) / 1e6;
+}
+
+uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, uint32_t k,
+                         fl_serve_stall *out) {
+  uint64_t *idx = malloc((k ? k : 1) * sizeof *idx);
+  if (!idx) return 0;
+  uint32_t m = slowest(l, k, idx);
+  for (uint32_t j = 0; j < m; j++) {
+    fl_serve_stall *st = &out[j];
+    uint64_t i = idx[j];
+    st->r = &l->rec[i];
+    st->samples = p->req[st->r->req].samples;
+    st->queue_us = l->queue_us[i], st->service_us = l->service_us[i], st->total_us = l->lat_us[i];
+    st->dispatch_us = l->dispatch_us[i];
+    context_of(l, i, &st->busy, &st->ahead);
+    attrib_window(l, i, &st->d, &st->window_ms);
+  }
+  free(idx);
+  return m;
+}
