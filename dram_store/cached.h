@@ -7,9 +7,10 @@
  * Each table counts its changes: fl_cached_drop bumps the count under the
  * table's write lock, and fl_cached_put caches nothing when the count moved
  * since the caller read it (fl_cached_changes) before fetching its rows, so a
- * fetch that raced a change never caches a row older than the change. The
- * caller serializes fl_cached_put and fl_cached_evict (they move the hand and
- * the budget's rows); each takes the tables' write locks inside. */
+ * fetch that raced a change never caches a row older than the change. Each
+ * call takes the tables' write locks inside. A caller keeping a byte budget
+ * serializes its evictions and puts (the cluster tier's fill_lock): the hand
+ * is its state, and the room an eviction makes is for the put that follows. */
 #ifndef FL_DRAM_STORE_CACHED_H
 #define FL_DRAM_STORE_CACHED_H
 
