@@ -115,6 +115,7 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
   uint64_t cpu2 = fl_thread_cpu_ns();
   fl_cache_add(c, FL_STAT_NS_STORE_GATHER, fl_now_ns() - t0);
   fl_cache_add(c, FL_STAT_UNIQUE_MISSES, rows);
+  fl_query_timing_here()->fetched_rows += rows;
   if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(b->f->store));
   else if (staged && (feed.fed < bytes || rows == 0)) feed_rows(&feed, rows);
   if (st == FL_OK) st = feed.st;

@@ -66,6 +66,9 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                          uint64_t *refs, const void *const *in_place);
 
+/* The calling thread's fl_query_timing, which the engines add to. */
+fl_query_timing *fl_query_timing_here(void);
+
 /* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
 fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n);
 /* fl_query after the checks: views and plan as in fl_part_batch (the plan

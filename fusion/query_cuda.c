@@ -224,7 +224,10 @@ static fl_status run_end(run *r, fl_status st) {
 fl_status fl_query_part_cuda(fl_part_batch *b) {
   fl_cache *c = b->c;
   run r = {.b = b, .pl = b->plan, .t0 = fl_now_ns(), .ticket = -1};
+  fl_query_timing *tm = fl_query_timing_here();
   fl_status st = run_setup(&r);
+  uint64_t ready = fl_now_ns();
+  tm->setup_ns += ready - r.t0;
   if (st != FL_OK) return st;
   fl_run_header_refresh(b, r.s, r.v, r.gate_ticket);
   /* Neither takes the cache lock, which a round's launch holds. */
@@ -241,7 +244,10 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   }
   uint64_t t1 = 0;
   if (st == FL_OK) st = run_counters(&r, &t1);
+  if (t1) tm->index_ns += t1 - ready;
   if (st == FL_OK && r.n_miss) st = run_misses(&r, t1);
+  if (st == FL_OK && r.n_miss) tm->fetch_ns += fl_now_ns() - t1;
+  tm->missed += r.n_miss;
   if (st == FL_OK) {
     r.s->x->clean_set = r.v->m.set.ids;
     r.s->x->clean_slots = r.set_slots;

@@ -121,7 +121,11 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
     fl_admit_host_batch ab = {b->part, b->now, b->args, b->n_args, x->per_arg, x->set,
                               x->uniq_slot, x->uniq_refs, x->staging, x->stage_base, gen};
     st = fl_admit_host(c, &ab);
-    fl_cache_add(c, FL_STAT_NS_ADMISSION, fl_now_ns() - t1);
+    uint64_t t2 = fl_now_ns();
+    fl_cache_add(c, FL_STAT_NS_ADMISSION, t2 - t1);
+    fl_query_timing *tm = fl_query_timing_here();
+    tm->fetch_ns += t1 - t0;
+    tm->admission_ns += t2 - t1;
   }
   free(gen);
   free(x->staging);
@@ -167,7 +171,11 @@ fl_status fl_query_part_host(fl_part_batch *b) {
     st = fl_query_range_error(b, x.bad_pos, a->ids[x.bad_pos - a->key_offset]);
   } else {
     fl_workers_for(b->f->workers, n, 4096, copy_range, &x);
-    fl_cache_add(c, FL_STAT_NS_HIT_COPY, fl_now_ns() - t1);
+    uint64_t t2 = fl_now_ns();
+    fl_cache_add(c, FL_STAT_NS_HIT_COPY, t2 - t1);
+    fl_query_timing *tm = fl_query_timing_here();
+    tm->index_ns += t2 - t0;
+    tm->missed += x.n_miss;
     fl_query_count(b, x.per_arg);
     if (x.n_miss) st = finish_misses(b, &x);
   }

@@ -334,6 +334,25 @@ fl_backend fl_cache_backend(const fl_cache *c);
  * Thread-safe: many host threads may query at once, each on its own stream. */
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
 
+/* Where the calling thread's last fl_query or fl_prepared_run spent its
+ * time, for finding a slow call's cause: wall-clock ns on the calling
+ * thread, phases not overlapping (a launch, fl_prepared_launch, records
+ * its call only: its answer is another thread's). CUDA: work still on the
+ * stream when the call returns is not in it. */
+typedef struct fl_query_timing {
+  uint64_t total_ns;     /* the call, entry to return */
+  uint64_t setup_ns;     /* CUDA: the scratch made ready: a wait for a free set, its growth,
+                            a prepared query's wait for its last run */
+  uint64_t index_ns;     /* CUDA: from the launch until the index kernel's counters came;
+                            host: probes and hit copies */
+  uint64_t fetch_ns;     /* the misses: the store's gather, the upload, the scatter */
+  uint64_t admission_ns; /* host backend: admission, the wait for the cache's lock included
+                            (CUDA admits on the cache's own thread) */
+  uint64_t missed;       /* missed positions */
+  uint64_t fetched_rows; /* distinct rows the host fetched from the store */
+} fl_query_timing;
+void fl_query_timing_last(fl_query_timing *out);
+
 /* A query whose buffers stay put from call to call, as an inference server's
  * per-model input and output buffers do: fl_query_prepare does fl_query's
  * checks (tables, sizes, NULL buffers) and, on CUDA, finds once where each

@@ -628,6 +628,36 @@ TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   EXPECT_EQ(s.hits, s.lookups);
 }
 
+// fl_query_timing_last describes this thread's last call: its counts are
+// the call's own (the statistics' change over it), its phases fit in its
+// total, and an all-hit call fetches nothing.
+TEST_P(CacheTest, TimingOfTheLastCallMatchesItsCounts) {
+  fl::Cache c = MakeCache(Config(64 << 20, 1.0));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(5);
+  auto ids = Ids(rng, 400);
+  for (int pass = 0; pass < 2; pass++) {
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+    fl_cache_stats_reset(c.get());
+    QueryAndCheck(c.get(), ids, nullptr, false);
+    fl_query_timing t;
+    memset(&t, 0xff, sizeof t);
+    fl_query_timing_last(&t);
+    fl_cache_stats s = Stats(c.get());
+    EXPECT_EQ(t.missed, s.misses + s.dram_hits) << "pass " << pass;
+    EXPECT_EQ(t.fetched_rows, s.unique_misses) << "pass " << pass;
+    EXPECT_GT(t.total_ns, 0u);
+    EXPECT_LE(t.setup_ns + t.index_ns + t.fetch_ns + t.admission_ns, t.total_ns);
+    if (pass == 0) {
+      EXPECT_GT(t.missed, 0u);
+      EXPECT_GT(t.fetch_ns, 0u);
+    } else {  // everything was admitted on the first pass (except absent hashed ids, as zeros)
+      EXPECT_EQ(t.missed, 0u);
+      EXPECT_EQ(t.fetch_ns, 0u);
+    }
+  }
+}
+
 TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
   fl::Cache c = MakeCache(Config(8 << 20, 1.0));
   ASSERT_NE(c, nullptr);

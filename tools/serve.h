@@ -26,8 +26,10 @@
  * fl_cache_stats_get takes the cache's lock, so a sampler thread reads the
  * counters every --sample-ms and the stall report gives, for each slow
  * request, the counters' change over the reads around it (all workers'
- * activity). Per-request phase times from the library, when it has them,
- * become more fl_serve_stall fields. */
+ * activity). Each request also keeps the library's own account of its call
+ * (fl_query_timing_last: setup, index, fetch, admission, rows fetched), and
+ * the part of its service after the call returned (the GPU's tail and the
+ * synchronisation). */
 #ifndef FL_TOOLS_SERVE_H
 #define FL_TOOLS_SERVE_H
 
@@ -104,9 +106,11 @@ typedef struct fl_serve_worker fl_serve_worker;
 fl_status fl_serve_worker_create(fl_cache *c, const fl_workload *w, const fl_serve_pool *p,
                                  int device_ids, fl_serve_worker **out);
 void fl_serve_worker_destroy(fl_serve_worker *k);
-/* Answers one request and waits for it (the stream synchronised). Errors are
- * printed. Called by one thread at a time per worker. */
-fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r);
+/* Answers one request and waits for it (the stream synchronised); *t: the
+ * library's account of the fl_query call. Errors are printed. Called by one
+ * thread at a time per worker. */
+fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r,
+                                 fl_query_timing *t);
 
 /* ------------------------------------------------------- counter sampling */
 
@@ -147,6 +151,7 @@ typedef struct fl_serve_record {
   uint32_t nth;         /* the worker's nth request of the level, from 1 */
   int64_t sched_ns;     /* scheduled arrival (closed loop: the start), from t0 */
   int64_t start_ns, end_ns;
+  fl_query_timing call; /* fl_query_timing_last after its fl_query */
 } fl_serve_record;
 
 typedef struct fl_serve_level {
@@ -227,9 +232,8 @@ fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve
 /* Latency percentiles and achieved rate against the offered rate (open loop). */
 fl_status fl_serve_svg(const char *path, const fl_serve_result *res);
 
-/* One slow request and what went on around it. New columns (the library's
- * per-request phase times, when it has them) go here and into the
- * attribution, so that the text and JSON reports both get them. */
+/* One slow request and what went on around it; its record holds the
+ * library's account of its call. */
 typedef struct fl_serve_stall {
   const fl_serve_record *r;
   uint32_t samples;

@@ -27,7 +27,13 @@ static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uin
     for (int c = 0; c < FL_ATTR_COUNT; c++)
       fprintf(f, "%s\"%s\": %.*f", c ? ", " : "", fl_attr_cols[c].name, fl_attr_cols[c].decimals,
               st[j].d.v[c]);
-    fprintf(f, "}}");
+    const fl_query_timing *t = &r->call;
+    fprintf(f, "}, \"call\": {\"total_us\": %.2f, \"setup_us\": %.2f, \"index_us\": %.2f, "
+            "\"fetch_us\": %.2f, \"admission_us\": %.2f, \"missed\": %llu, \"fetched_rows\": "
+            "%llu, \"after_us\": %.2f}}",
+            t->total_ns / 1e3, t->setup_ns / 1e3, t->index_ns / 1e3, t->fetch_ns / 1e3,
+            t->admission_ns / 1e3, (unsigned long long)t->missed,
+            (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
   }
   fprintf(f, "]");
   free(st);

@@ -78,14 +78,15 @@ static void *worker_main(void *arg) {
     int64_t start = (int64_t)(fl_now_ns() - run->t0);
     if (start > run->stop_ns) break; /* record i stays unserved (end_ns < 0) */
     uint64_t req = (x->cursor + i) % x->pool->n;
-    fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req]);
+    fl_query_timing call;
+    fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req], &call);
     int64_t end = (int64_t)(fl_now_ns() - run->t0);
     if (s != FL_OK) {
       fail(run, s);
       break;
     }
     run->l->rec[i] = (fl_serve_record){req, wa->id, ++nth, run->sched ? run->sched[i] : start,
-                                       start, end};
+                                       start, end, call};
   }
   return NULL;
 }

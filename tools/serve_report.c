@@ -54,12 +54,15 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
           "queue, service, total, disp: us; disp: from when it could start (arrived, its worker "
           "free) to its start; busy: others in service at its start; ahead: queued at its "
           "arrival; nth: the worker's; after '|': the change of the cache's counters, "
-          "all workers, between the reads (every %u ms; 0: none) around it)\n",
+          "all workers, between the reads (every %u ms; 0: none) around it; after '||': the "
+          "library's account of its fl_query call (fl_query_timing, us; rows: fetched from the "
+          "store), and 'after': its service once the call returned)\n",
           l->label, (unsigned long long)l->n, o->sample_ms);
   fprintf(f, "%5s %6s %4s %9s %9s %9s %9s %9s %9s %8s %4s %5s | %9s", "size", "worker", "nth",
           "sched", "start", "end", "queue", "service", "total", "disp", "busy", "ahead", "window_ms");
   for (int k = 0; k < FL_ATTR_COUNT; k++) fprintf(f, " %s", fl_attr_cols[k].name);
-  fputc('\n', f);
+  fprintf(f, " || %8s %8s %8s %8s %8s %6s %6s %8s\n", "call", "setup", "index", "fetch", "adm",
+          "missed", "rows", "after");
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%5u %6u %4u %9.3f %9.3f %9.3f %9.1f %9.1f %9.1f %8.1f %4llu %5llu | %9.1f",
@@ -68,7 +71,11 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
             (unsigned long long)st[j].busy, (unsigned long long)st[j].ahead, st[j].window_ms);
     for (int k = 0; k < FL_ATTR_COUNT; k++)
       fprintf(f, " %*.*f", (int)strlen(fl_attr_cols[k].name), fl_attr_cols[k].decimals, st[j].d.v[k]);
-    fputc('\n', f);
+    const fl_query_timing *t = &r->call;
+    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f\n", t->total_ns / 1e3,
+            t->setup_ns / 1e3, t->index_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
+            (unsigned long long)t->missed, (unsigned long long)t->fetched_rows,
+            st[j].service_us - t->total_ns / 1e3);
   }
   free(st);
 }

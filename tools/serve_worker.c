@@ -83,7 +83,8 @@ fl_status fl_serve_worker_create(fl_cache *c, const fl_workload *w, const fl_ser
   return FL_OK;
 }
 
-fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r) {
+fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r,
+                                 fl_query_timing *t) {
   const uint64_t *ids = r->ids;
   cudaStream_t st = (cudaStream_t)k->stream;
   if (k->ids_dev) {
@@ -96,6 +97,7 @@ fl_status fl_serve_worker_answer(fl_serve_worker *k, const fl_serve_request *r) 
   for (uint32_t t = 0; t < k->n_tables; t++)
     k->q[t] = (fl_table_query){t, ids + (size_t)t * r->samples, r->samples, k->out[t]};
   fl_status s = fl_query(k->cache, k->q, k->n_tables, k->stream);
+  fl_query_timing_last(t);
   if (s != FL_OK) {
     fprintf(stderr, "error: fl_query: %s: %s\n", fl_status_name(s), fl_cache_last_error(k->cache));
     return s;
