@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=(cache_test encoding_test store_test)
-tools=(replay tune bench_store bench_query flatkeys stress)
+tools=(replay tune bench_store bench_query flatkeys stress serve_bench)
 targets=()
 for t in "${tests[@]}"; do targets+=("//tests:$t"); done
 for t in "${tools[@]}"; do targets+=("//tools:$t"); done

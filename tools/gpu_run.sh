@@ -105,6 +105,10 @@ if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
   echo "== bench_store"
   "$here/bench_store" --json "$out/bench_store.json" >"$out/bench_store.log" 2>&1 || rc=1
   tail -n 8 "$out/bench_store.log"
+  echo "== serve_bench (4 workers, closed and open loop)"
+  "$here/serve_bench" --threads 4 --json "$out/serve_bench.json" --svg "$out/serve_bench.svg" \
+    >"$out/serve_bench.log" 2>&1 || rc=1
+  grep -A8 "^level" "$out/serve_bench.log" | head -n 9
 fi
 python3 - "$out" <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
