@@ -20,6 +20,7 @@
  * mutant 7 host cuda: a missed position gets its neighbour's row: one row off in the scatter (batch/miss_set.h)
  * mutant 8 host: the parallel for loses its last partial chunk (common/parallel.c)
  * mutant 9 host: a cluster value of the wrong length fails the gather but leaves a zero row (cluster/rows.c)
+ * mutant 10 host: the worker pool calls in every worker, whatever its cost model plans (common/parallel.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

@@ -1,10 +1,20 @@
 /* parallel.h: a persistent pool of worker threads running a parallel for.
- * Used by the store's gathers and by the host backend's query loops. */
+ * Used by the store's gathers and fills, by the host backend's query loops
+ * and by the trace generator.
+ *
+ * Every job is planned by a cost model (pool_model.h): the pool learns, per
+ * range function, the time per item on the calling thread, and measures
+ * what it costs to hand work to a spinning and to a sleeping worker; a job
+ * gets only the helpers that shorten it by at least their own hand-off, so
+ * a small job runs on the calling thread alone and a large one on as many
+ * threads as pay (the pool plans no job slower than its caller alone). */
 #ifndef FL_COMMON_PARALLEL_H
 #define FL_COMMON_PARALLEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/pool_model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -12,29 +22,51 @@ extern "C" {
 
 typedef struct fl_workers fl_workers;
 
-/* Range body: handles items [begin, end). */
+/* Range body: handles items [begin, end). Its items should cost about the
+ * same from job to job (the pool learns their time per range function). */
 typedef void (*fl_range_fn)(void *ctx, size_t begin, size_t end);
 
-/* threads = 0 picks the number of online cores. NULL on allocation failure. */
+/* threads = 0 picks the number of online cores (at most 4096). Measures the
+ * hand-offs before it returns (under a millisecond). NULL on allocation
+ * failure. */
 fl_workers *fl_workers_create(uint32_t threads);
 void fl_workers_destroy(fl_workers *w);
 uint32_t fl_workers_count(const fl_workers *w);
-/* Splits [0, n) into chunks of at least `grain` items and runs them on the
- * pool and the calling thread; returns when all are done. Safe to call from
- * several threads: a caller that finds the pool busy runs its range itself. */
+/* Runs fn over [0, n) in chunks of at least `grain` items on the calling
+ * thread and the helpers the model picks; returns when all are done. The
+ * first job of a range function times one chunk on the caller before it
+ * plans the rest. Safe to call from several threads: a caller that finds
+ * the pool busy runs its range itself. */
 void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
-/* The same split, in two halves: start hands [0, n) to the pool's workers
- * and returns at once, so the caller can do other work meanwhile;
- * fl_workers_wait runs what is left on the caller and returns when all is
- * done. Returns 0 and starts nothing when the pool has no worker or runs
- * another caller's job: the caller then runs fn itself. Between a start that
- * returned 1 and its wait, the pool serves no other caller. */
+/* The same job, in two halves, for a caller that watches it rather than
+ * working: start hands [0, n) to helpers and returns at once; fl_workers_wait
+ * runs what is left on the caller and returns when all is done. Returns 0
+ * and starts nothing when the pool has no worker, runs another caller's
+ * job, or the model finds no set of helpers faster than the caller alone
+ * (with the caller not working meanwhile); the caller then runs the job
+ * itself, best through fl_workers_for (which plans it with the caller
+ * working, and learns from it). Between a start that returned 1 and its
+ * wait, the pool serves no other caller. */
 int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
 void fl_workers_wait(fl_workers *w);
-/* Wakes sleeping workers and keeps every idle worker spinning for spin_ns, so
- * a job that a caller knows is coming starts without waking anyone. Cheap
- * when they are awake; NULL does nothing. */
+/* Readies workers for a job the caller knows is coming: wakes as many
+ * sleeping workers as the pool's last planned job would have called in had
+ * every worker been spinning (all of them before any job), and keeps every
+ * idle worker spinning for spin_ns, so the job starts without a futex wake.
+ * Cheap when they are awake; NULL does nothing. */
 void fl_workers_wake(fl_workers *w, uint64_t spin_ns);
+
+/* Plans every job with these costs instead of the learned ones, and learns
+ * nothing meanwhile; NULL returns to the learned costs, as they were. For
+ * tests and benchmarks (huge hand-off costs keep every job on its caller).
+ * Jobs planned after it returns use it. */
+void fl_workers_fix_costs(fl_workers *w, const fl_pool_costs *c);
+/* The costs the pool would plan a job of fn with now (fn NULL or never run:
+ * item_ns 0). */
+void fl_workers_costs(const fl_workers *w, fl_range_fn fn, fl_pool_costs *out);
+/* How many helpers the pool's last job called in (0: its caller ran it
+ * alone). */
+uint32_t fl_workers_last_helpers(const fl_workers *w);
 
 #ifdef __cplusplus
 }

@@ -142,7 +142,10 @@ static void fl_gather_watched_run(fl_store *s, fl_gather_job *j, size_t total,
   j->landed = calloc(blocks ? blocks : 1, sizeof *j->landed);
   if (total <= FL_GATHER_GRAIN || !j->landed ||
       !fl_workers_start(s->workers, total, FL_GATHER_GRAIN, fl_gather_range, j)) {
-    fl_gather_range(j, 0, total); /* small, no memory for the blocks, or no free workers */
+    /* Small, no memory for the blocks, no free workers, or watching does
+     * not pay: the pool plans it with this thread working (and learns the
+     * rows' cost from it); the watcher hears of the rows at the end. */
+    fl_workers_for(s->workers, total, FL_GATHER_GRAIN, fl_gather_range, j);
   } else {
     size_t k = 0;
     for (unsigned idle = 0; k < blocks && !atomic_load_explicit(&j->failed, memory_order_relaxed);) {

@@ -1,13 +1,21 @@
-// parallel_test.cc: the worker pool (common/parallel.h): every item runs once,
-// a started job overlaps the caller's own work, a busy pool runs a second
-// caller's range on that caller, and waking ahead leaves jobs intact. The
-// courier (common/courier.h): jobs run in order, off the poster's thread,
-// one at a time; posts never wait, a waiting job is shed by a newer one of
-// its key or by fl_courier_shed; wait, idle and destroy wait for jobs.
+// parallel_test.cc: the worker pool (common/parallel.h) and its cost model
+// (common/pool_model.h): every item runs once; the model picks the cheapest
+// plan (checked against a brute-force search), a tiny job runs on the
+// caller alone and a large one calls in the workers, with the same results;
+// the pool learns its costs; a started job overlaps the caller's own work, a
+// busy pool runs a second caller's range on that caller, and waking ahead
+// leaves jobs intact. The courier (common/courier.h): jobs run in order, off
+// the poster's thread, one at a time; posts never wait, a waiting job is
+// shed by a newer one of its key or by fl_courier_shed; wait, idle and
+// destroy wait for jobs.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -38,15 +46,135 @@ struct Pool {
   ~Pool() { fl_workers_destroy(w); }
 };
 
+// Costs under which every job stays on its caller (a hand-off costs more
+// than any job), and costs under which every worker pays (items cost 1 ms,
+// hand-offs 1 ns).
+const fl_pool_costs kAlone = {1, 1e12, 1e12, 0};
+const fl_pool_costs kHelpers = {1e6, 1, 1, 0};
+
 TEST(Workers, EveryItemRunsOnceOverManyJobs) {
   Pool p(4);
   ASSERT_NE(p.w, nullptr);
   EXPECT_EQ(fl_workers_count(p.w), 4u);
-  for (size_t n : {1u, 63u, 64u, 1000u, 100000u}) {
-    Counts c(n);
-    fl_workers_for(p.w, n, 64, count_range, &c);
-    ExpectEachOnce(c);
+  // Learned costs, then every job forced onto the caller, then onto all.
+  for (const fl_pool_costs *fixed : {(const fl_pool_costs *)nullptr, &kAlone, &kHelpers}) {
+    fl_workers_fix_costs(p.w, fixed);
+    for (size_t n : {1u, 63u, 64u, 65u, 1000u, 100000u}) {
+      Counts c(n);
+      fl_workers_for(p.w, n, 64, count_range, &c);
+      ExpectEachOnce(c);
+    }
   }
+}
+
+// Which thread ran each item. With `await` set, every chunk waits (5 s at
+// most) until chunks have run on two threads, so that a job with helpers
+// shows them whatever the machine's speed and whoever takes which chunk.
+struct Where {
+  std::vector<std::thread::id> ran;
+  std::thread::id caller = std::this_thread::get_id();
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  bool await = false;
+  explicit Where(size_t n) : ran(n) {}
+  size_t Threads() {
+    std::lock_guard<std::mutex> l(m);
+    return threads.size();
+  }
+};
+
+void where_range(void *ctx, size_t b, size_t e) {
+  auto *w = static_cast<Where *>(ctx);
+  const auto me = std::this_thread::get_id();
+  for (size_t i = b; i < e; i++) w->ran[i] = me;
+  {
+    std::lock_guard<std::mutex> l(w->m);
+    w->threads.insert(me);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (w->await && w->Threads() < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+}
+
+// Fails when a job shorter than a hand-off wakes anyone, or when the pool
+// calls in workers its plan did not ask for.
+TEST(Workers, TinyJobRunsOnTheCallerAlone) {
+  Pool p(4);
+  fl_workers_fix_costs(p.w, &kAlone);
+  Where where(1000);
+  fl_workers_for(p.w, where.ran.size(), 1, where_range, &where);
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 0u);
+  for (size_t i = 0; i < where.ran.size(); i++) ASSERT_EQ(where.ran[i], where.caller) << i;
+  EXPECT_EQ(fl_workers_start(p.w, where.ran.size(), 1, where_range, &where), 0);
+}
+
+// Fails when a job the model says pays for every worker runs on fewer, or
+// its chunks never reach a worker.
+TEST(Workers, LargeJobCallsInTheWorkers) {
+  Pool p(4);
+  fl_workers_fix_costs(p.w, &kHelpers);
+  Where where(1000);
+  where.await = true;
+  fl_workers_for(p.w, where.ran.size(), 1, where_range, &where);
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 3u);
+  std::set<std::thread::id> threads(where.ran.begin(), where.ran.end());
+  EXPECT_GE(threads.size(), 2u) << "every item ran on one thread";
+  EXPECT_LE(threads.size(), 4u);
+  // No more participants than chunks: 3 items of grain 1 take 2 helpers.
+  Counts c(3);
+  fl_workers_for(p.w, 3, 1, count_range, &c);
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 2u);
+  ExpectEachOnce(c);
+}
+
+// The output of a job does not depend on who ran it.
+void square_range(void *ctx, size_t b, size_t e) {
+  auto *out = static_cast<uint64_t *>(ctx);
+  for (size_t i = b; i < e; i++) out[i] = (uint64_t)i * i + 7;
+}
+
+TEST(Workers, ResultsAreTheSameAloneOrWithHelpers) {
+  Pool p(4);
+  constexpr size_t kN = 200000;
+  std::vector<uint64_t> alone(kN, 1), helped(kN, 2), watched(kN, 3);
+  fl_workers_fix_costs(p.w, &kAlone);
+  fl_workers_for(p.w, kN, 64, square_range, alone.data());
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 0u);
+  fl_workers_fix_costs(p.w, &kHelpers);
+  fl_workers_for(p.w, kN, 64, square_range, helped.data());
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 3u);
+  ASSERT_EQ(fl_workers_start(p.w, kN, 64, square_range, watched.data()), 1);
+  EXPECT_EQ(fl_workers_last_helpers(p.w), 3u);
+  fl_workers_wait(p.w);
+  EXPECT_EQ(alone, helped);
+  EXPECT_EQ(alone, watched);
+  EXPECT_EQ(alone[kN - 1], (uint64_t)(kN - 1) * (kN - 1) + 7);
+}
+
+// Fails when the pool does not learn: after create its hand-offs have a
+// cost; after one job of a body, so does that body's item; fixed costs
+// are reported as fixed, and releasing them brings the learned ones back.
+TEST(Workers, LearnsItsCostsAndReportsFixedOnes) {
+  Pool p(3);
+  fl_pool_costs c;
+  fl_workers_costs(p.w, count_range, &c);
+  EXPECT_EQ(c.item_ns, 0.0);  // never run
+  EXPECT_GT(c.spin_ns, 0.0);
+  EXPECT_GT(c.sleep_ns, 0.0);
+  EXPECT_GT(c.wake_call_ns, 0.0);
+  Counts n(4096);
+  fl_workers_for(p.w, n.hits.size(), 256, count_range, &n);
+  ExpectEachOnce(n);
+  fl_workers_costs(p.w, count_range, &c);
+  EXPECT_GT(c.item_ns, 0.0);
+  const double learned = c.item_ns;
+  fl_workers_fix_costs(p.w, &kHelpers);
+  fl_workers_costs(p.w, nullptr, &c);
+  EXPECT_EQ(c.item_ns, kHelpers.item_ns);
+  EXPECT_EQ(c.spin_ns, kHelpers.spin_ns);
+  fl_workers_fix_costs(p.w, nullptr);
+  fl_workers_costs(p.w, count_range, &c);
+  EXPECT_EQ(c.item_ns, learned);
 }
 
 // A job whose chunks, once begun, hold on until the caller's own work is done
@@ -71,6 +199,7 @@ void overlap_range(void *ctx, size_t b, size_t e) {
 
 TEST(Workers, StartedJobOverlapsTheCallersWork) {
   Pool p(3);
+  fl_workers_fix_costs(p.w, &kHelpers);
   Overlap o;
   ASSERT_EQ(fl_workers_start(p.w, o.c.hits.size(), 16, overlap_range, &o), 1);
   // The caller's own work: it waits (5 s at most) for a worker to begin.
@@ -84,6 +213,7 @@ TEST(Workers, StartedJobOverlapsTheCallersWork) {
 
 TEST(Workers, BusyPoolRunsASecondCallersRangeOnThatCaller) {
   Pool p(3);
+  fl_workers_fix_costs(p.w, &kHelpers);
   Counts first(1000);
   ASSERT_EQ(fl_workers_start(p.w, first.hits.size(), 1, count_range, &first), 1);
   // Between start and wait the pool serves nobody else.
@@ -98,10 +228,13 @@ TEST(Workers, BusyPoolRunsASecondCallersRangeOnThatCaller) {
   ExpectEachOnce(second);
 }
 
+// Learned costs: whatever the wake readies, jobs stay whole; with every
+// worker paying, the wake readies them all and the job still runs once.
 TEST(Workers, WakingAheadLeavesJobsIntact) {
   Pool p(4);
   fl_workers_wake(nullptr, 1000);  // no pool: nothing
-  for (int round = 0; round < 20; round++) {
+  for (int round = 0; round < 40; round++) {
+    if (round == 20) fl_workers_fix_costs(p.w, &kHelpers);
     fl_workers_wake(p.w, 200000);  // spin 0.2 ms
     if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // asleep again
     Counts c(4096);
@@ -112,10 +245,103 @@ TEST(Workers, WakingAheadLeavesJobsIntact) {
 
 TEST(Workers, OneThreadPoolRunsEverythingOnTheCaller) {
   Pool p(1);
+  fl_workers_fix_costs(p.w, &kHelpers);
   Counts c(100);
   EXPECT_EQ(fl_workers_start(p.w, c.hits.size(), 1, count_range, &c), 0);
   fl_workers_for(p.w, c.hits.size(), 1, count_range, &c);
   ExpectEachOnce(c);
+}
+
+// ------------------------------------------------------------ the cost model
+
+fl_pool_shape Shape(size_t n, size_t grain, uint32_t spinning, uint32_t sleeping, int works) {
+  fl_pool_shape s{};
+  s.n = n;
+  s.grain = grain;
+  s.spinning = spinning;
+  s.sleeping = sleeping;
+  s.caller_works = works;
+  return s;
+}
+
+// The model's rule, searched exhaustively: the k minimizing the predicted
+// time plus one spinning hand-off per helper (the smallest such k), over the
+// helpers the job's chunks have room for; 0 for a job shorter than one
+// spinning hand-off.
+uint32_t BruteForcePlan(const fl_pool_costs &c, const fl_pool_shape &s) {
+  const double work = (double)s.n * c.item_ns;
+  if (!(work > c.spin_ns)) return 0;
+  const size_t chunks = (s.n + s.grain - 1) / s.grain;
+  size_t most = std::min<size_t>(s.spinning + s.sleeping, chunks - (s.caller_works ? 1 : 0));
+  double best = work;
+  uint32_t pick = 0;
+  for (uint32_t k = 1; k <= most; k++) {
+    const double cost = fl_pool_predict(&c, &s, k) + k * c.spin_ns;
+    if (cost < best) best = cost, pick = k;
+  }
+  return pick;
+}
+
+// Plans the model must make, each with why.
+struct PlanCase {
+  const char *why;
+  fl_pool_costs costs;
+  fl_pool_shape shape;
+  uint32_t helpers;
+};
+
+TEST(PoolModel, SmallJobsStayOnTheCallerLargeOnesTakeEveryWorkerThatPays) {
+  const fl_pool_costs c = {10, 1000, 50000, 5000}, rows = {100, 1000, 50000, 5000};
+  const fl_pool_costs slow = {1e6, 1, 1, 0}, none = {0, 0, 0, 0};
+  const PlanCase cases[] = {
+      {"50 items of 10 ns: shorter than one spinning hand-off", c, Shape(50, 1, 15, 0, 1), 0},
+      {"500 items (5 us): a spinning helper takes half of what is left once it starts, 1 us "
+       "in, but joining it and its price cost 1 us each",
+       c, Shape(500, 1, 15, 0, 1), 0},
+      {"a 30 us job ends before a sleeping worker (50 us) would start", c,
+       Shape(3000, 64, 0, 15, 1), 0},
+      {"no costs learned yet: nothing to gain from anyone", none, Shape(3000, 64, 0, 15, 1), 0},
+      {"32768 rows of 100 ns (3.3 ms): every spinning worker", rows, Shape(32768, 64, 15, 0, 1), 15},
+      {"the same with every worker asleep", rows, Shape(32768, 64, 0, 15, 1), 15},
+      {"3 chunks bound the helpers: 2 beside a working caller", slow, Shape(192, 64, 15, 0, 1), 2},
+      {"3 beside a watching one", slow, Shape(192, 64, 15, 0, 0), 3},
+  };
+  for (const PlanCase &k : cases) EXPECT_EQ(fl_pool_plan(&k.costs, &k.shape), k.helpers) << k.why;
+  // 590 rows of 120 ns (71 us, a replay batch's misses) with spinning
+  // workers: some, not all (10 chunks of 64 rows); a watching caller, doing
+  // none of the work, takes at least as many.
+  const fl_pool_costs g = {120, 1000, 50000, 5000};
+  fl_pool_shape s = Shape(590, 64, 15, 0, 1);
+  const uint32_t working = fl_pool_plan(&g, &s);
+  EXPECT_GT(working, 1u);
+  EXPECT_LT(working, 10u);
+  s.caller_works = 0;
+  EXPECT_GE(fl_pool_plan(&g, &s), working);
+}
+
+// Fails when the plan's early stop skips a better plan, or when a plan is
+// predicted slower than the caller alone.
+TEST(PoolModel, PlanIsTheExhaustiveSearchsAnswer) {
+  std::mt19937_64 rng(28);
+  auto log_uniform = [&](double lo, double hi) {
+    return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
+  };
+  for (int i = 0; i < 20000; i++) {
+    fl_pool_costs c;
+    c.item_ns = log_uniform(0.5, 5000);
+    c.spin_ns = log_uniform(50, 20000);
+    c.sleep_ns = c.spin_ns * log_uniform(1, 200);  // a sleeper never starts sooner
+    c.wake_call_ns = log_uniform(1, 50000);
+    const size_t grain = (size_t)log_uniform(1, 4096);
+    const fl_pool_shape s = Shape((size_t)log_uniform(1, 1e7), grain, rng() % 40, rng() % 40,
+                                  (int)(rng() % 2));
+    const uint32_t k = fl_pool_plan(&c, &s);
+    ASSERT_EQ(k, BruteForcePlan(c, s))
+        << "item " << c.item_ns << " spin " << c.spin_ns << " sleep " << c.sleep_ns << " wake "
+        << c.wake_call_ns << " n " << s.n << " grain " << s.grain << " spinning " << s.spinning
+        << " sleeping " << s.sleeping << " works " << s.caller_works;
+    ASSERT_LE(fl_pool_predict(&c, &s, k), fl_pool_predict(&c, &s, 0));
+  }
 }
 
 struct Delivery {

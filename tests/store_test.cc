@@ -302,7 +302,9 @@ TEST(StoreTest, ManyQueriesAcrossTables) {
 
 // A watched gather reports a growing prefix of rows, each report's rows
 // already right when it comes, the last report all of them; under
-// FL_MISSING_ERROR a missing id fails the call with no last report.
+// FL_MISSING_ERROR a missing id fails the call with no last report. The
+// same whether the pool's model keeps the gather on the caller or hands it
+// to every worker (fixed costs decide; the learned ones vary by machine).
 struct WatchLog {
   const std::vector<fl_table_query> *q;
   std::vector<size_t> row_bytes;
@@ -343,10 +345,14 @@ TEST(StoreTest, WatchedGatherReportsLandedRowsInOrder) {
     total += set.ids[i].size();
   }
   fl_gather_watch watch = {CheckPrefix, &log};
+  const fl_pool_costs alone = {1, 1e12, 1e12, 0}, helpers = {1e6, 1, 1, 0};
   // Outputs for the CPU, then for a GPU (streaming stores: both tables'
-  // rows, 128 and 16 bytes, are whole 16-byte units).
-  for (int for_device : {0, 1}) {
-    SCOPED_TRACE(for_device);
+  // rows, 128 and 16 bytes, are whole 16-byte units); on the caller, then
+  // on all 4 threads.
+  for (int run = 0; run < 4; run++) {
+    const int for_device = run % 2;
+    SCOPED_TRACE(testing::Message() << "for_device " << for_device << " helpers " << run / 2);
+    fl_workers_fix_costs(fl_store_workers(s.get()), run < 2 ? &alone : &helpers);
     log.reports.clear();
     for (auto &o : set.out) std::fill(o.begin(), o.end(), 0xAB);
     FL_ASSERT_OK_STORE(
@@ -357,6 +363,7 @@ TEST(StoreTest, WatchedGatherReportsLandedRowsInOrder) {
     for (size_t i = 1; i < log.reports.size(); i++) EXPECT_GT(log.reports[i], log.reports[i - 1]);
     EXPECT_EQ(log.wrong, 0u);
     for (uint32_t i = 0; i < 7; i++) EXPECT_EQ(out[i], log.want[i]) << "query " << i;
+    EXPECT_EQ(fl_workers_last_helpers(fl_store_workers(s.get())), run < 2 ? 0u : 3u);
   }
 
   // Missing hashed ids under FL_MISSING_ERROR (the table holds 5,000 of

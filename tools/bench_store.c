@@ -1,14 +1,18 @@
 /* bench_store.c: gather throughput of the DRAM store on a Criteo-shaped model
  * (the 26 categorical tables of Criteo Kaggle) against its floor: a plain
  * memcpy gather of the same rows from one dense array holding all tables,
- * measured in the same run with the same number of threads.
+ * measured in the same run with the same number of threads. Then, per model,
+ * the sweep of rows per call (bench_store_sweep.c): one thread against the
+ * pool against the floor, from 1 row a call to 32,768.
  *
  *   bench_store [--dims 32,128] [--ids dense|hashed|both] [--threads N]
  *               [--batch B] [--seconds S] [--scale F] [--json FILE]
+ *               [--sweep-runs R] [--sweep-seconds S]
  *
  * --batch is ids per table per gather call (one inference batch), --scale
- * multiplies every corpus size (use < 1 on small machines). Prints a table of
- * rows/s and writes the same numbers as JSON. */
+ * multiplies every corpus size (use < 1 on small machines), --sweep-runs is
+ * the runs per point of the sweep (0: no sweep). Prints a table of rows/s,
+ * then the sweeps, and writes the same numbers as JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,53 +22,20 @@
 #include "common/parallel.h"
 #include "dram_store/synthetic_ids.h"
 #include "include/fleche.h"
-#include "tools/criteo_tables.h"
+#include "tools/bench_store.h"
 
-#define FL_BENCH_TABLES FL_CRITEO_TABLES
 /* Id batches generated up front and cycled, so timing excludes the RNG. */
 #define FL_BENCH_BATCHES 8
-
-typedef struct fl_bench_opts {
-  char dims[64];     /* comma-separated vector sizes */
-  int dense, hashed; /* which id kinds to run */
-  uint32_t threads;  /* gather threads, 0 = all cores */
-  size_t batch;      /* ids per table per gather */
-  double seconds;    /* time per measurement */
-  double scale;      /* corpus size multiplier */
-  const char *json;  /* output file, NULL for none */
-} fl_bench_opts;
+/* Configurations (dims x id kinds) one run measures at most. */
+#define FL_BENCH_MAX 14
 
 typedef struct fl_bench_result {
   uint32_t dim;     /* elements per vector */
   const char *ids;  /* "dense" or "hashed" */
   double store;     /* rows/s through fl_store_gather */
   double floor;     /* rows/s of the plain memcpy gather */
+  fl_sweep sweep;   /* filled when o->sweep_runs > 0 */
 } fl_bench_result;
-
-/* The floor: rows of all tables back to back in one array. */
-typedef struct fl_floor {
-  float *data;                   /* total_rows * dim floats */
-  uint32_t dim;                  /* floats per row */
-  uint64_t offset[FL_BENCH_TABLES + 1]; /* first row of each table; [26] = total */
-  const uint64_t *rows;          /* global row per position of the current batch */
-  float *out;                    /* batch output */
-} fl_floor;
-
-static void fl_floor_gather(void *ctx, size_t b, size_t e) {
-  fl_floor *f = ctx;
-  size_t rb = f->dim * sizeof(float);
-  for (size_t i = b; i < e; i++) memcpy(f->out + i * f->dim, f->data + f->rows[i] * f->dim, rb);
-}
-
-static void fl_floor_touch(void *ctx, size_t b, size_t e) {
-  fl_floor *f = ctx;
-  for (size_t i = b; i < e; i++) f->data[i] = (float)(i & 1023);
-}
-
-static void fl_die(const char *what, fl_status st, const char *msg) {
-  fprintf(stderr, "bench_store: %s: %s: %s\n", what, fl_status_name(st), msg);
-  exit(1);
-}
 
 /* Runs gathers for ~seconds; returns rows per second. `which` 0 = store. */
 static double fl_bench_loop(fl_bench_opts *o, int which, fl_store *s, fl_table_query q[][FL_BENCH_TABLES],
@@ -76,7 +47,7 @@ static double fl_bench_loop(fl_bench_opts *o, int which, fl_store *s, fl_table_q
     int k = (int)(calls % FL_BENCH_BATCHES);
     if (which == 0) {
       fl_status st = fl_store_gather(s, q[k], FL_BENCH_TABLES, FL_MISSING_ERROR, NULL);
-      if (st != FL_OK) fl_die("gather", st, fl_store_last_error(s));
+      if (st != FL_OK) fl_bench_die("gather", st, fl_store_last_error(s));
     } else {
       f->rows = grows[k];
       fl_workers_for(w, per_call, 256, fl_floor_gather, f);
@@ -99,9 +70,9 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   }
   fl_store *s = NULL;
   fl_status st = fl_store_create(d, FL_BENCH_TABLES, o->threads, &s);
-  if (st != FL_OK) fl_die("create", st, fl_store_last_error(NULL));
+  if (st != FL_OK) fl_bench_die("create", st, fl_store_last_error(NULL));
   for (uint32_t t = 0; t < FL_BENCH_TABLES; t++)
-    if ((st = fl_store_fill_synthetic(s, t, 1)) != FL_OK) fl_die("fill", st, fl_store_last_error(s));
+    if ((st = fl_store_fill_synthetic(s, t, 1)) != FL_OK) fl_bench_die("fill", st, fl_store_last_error(s));
   fl_workers *w = fl_workers_create(o->threads);
   uint64_t total = f.offset[FL_BENCH_TABLES];
   f.data = malloc(total * dim * sizeof(float));
@@ -130,7 +101,7 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
     }
   }
   /* Warm both paths, then alternate so drift hits both alike. */
-  fl_bench_result r = {dim, kind == FL_IDS_DENSE ? "dense" : "hashed", 0, 0};
+  fl_bench_result r = {dim, kind == FL_IDS_DENSE ? "dense" : "hashed", 0, 0, {0}};
   double save = o->seconds;
   o->seconds = save / 10;
   fl_bench_loop(o, 0, s, q, w, &f, grows);
@@ -141,6 +112,7 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
     r.store += fl_bench_loop(o, 0, s, q, w, &f, grows) / 2;
   }
   o->seconds = save;
+  if (o->sweep_runs > 0) fl_sweep_run(o, s, d, w, &f, &r.sweep);
   free(grows_all);
   free(ids);
   free(out);
@@ -153,12 +125,13 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
 
 static void fl_usage(void) {
   fprintf(stderr, "usage: bench_store [--dims 32,128] [--ids dense|hashed|both] [--threads N]\n"
-                  "                   [--batch B] [--seconds S] [--scale F] [--json FILE]\n");
+                  "                   [--batch B] [--seconds S] [--scale F] [--json FILE]\n"
+                  "                   [--sweep-runs R (5; 0: no sweep)] [--sweep-seconds S (0.05)]\n");
   exit(2);
 }
 
-int main(int argc, char **argv) {
-  fl_bench_opts o = {"32,128", 1, 1, 0, 2048, 2.0, 1.0, NULL};
+static fl_bench_opts fl_parse(int argc, char **argv) {
+  fl_bench_opts o = {"32,128", 1, 1, 0, 2048, 2.0, 1.0, NULL, 5, 0.05};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) fl_usage();
@@ -169,23 +142,55 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--seconds")) o.seconds = atof(v);
     else if (!strcmp(a, "--scale")) o.scale = atof(v);
     else if (!strcmp(a, "--json")) o.json = v;
+    else if (!strcmp(a, "--sweep-runs")) o.sweep_runs = atoi(v);
+    else if (!strcmp(a, "--sweep-seconds")) o.sweep_seconds = atof(v);
     else fl_usage();
     i++;
   }
-  if (o.batch == 0 || o.seconds <= 0 || o.scale <= 0) fl_usage();
+  if (o.batch == 0 || o.seconds <= 0 || o.scale <= 0 || o.sweep_runs < 0 ||
+      (o.sweep_runs && o.sweep_seconds <= 0))
+    fl_usage();
+  return o;
+}
+
+static int fl_write_json(const fl_bench_opts *o, uint32_t threads, const fl_bench_result *res,
+                         int n) {
+  FILE *j = fopen(o->json, "w");
+  if (!j) { perror(o->json); return 1; }
+  fprintf(j, "{\"bench\": \"store_gather\", \"tables\": 26, \"scale\": %g, \"threads\": %u, "
+             "\"batch_per_table\": %zu, \"results\": [",
+          o->scale, threads, o->batch);
+  for (int i = 0; i < n; i++)
+    fprintf(j, "%s\n  {\"dim\": %u, \"ids\": \"%s\", \"store_rows_per_s\": %.6g, "
+               "\"memcpy_rows_per_s\": %.6g, \"ratio\": %.4f}",
+            i ? "," : "", res[i].dim, res[i].ids, res[i].store, res[i].floor,
+            res[i].store / res[i].floor);
+  fprintf(j, "\n], \"sweep_runs\": %d, \"sweep_seconds\": %g, \"sweeps\": [", o->sweep_runs,
+          o->sweep_seconds);
+  for (int i = 0; o->sweep_runs > 0 && i < n; i++) {
+    fputs(i ? ",\n  " : "\n  ", j);
+    fl_sweep_json(j, &res[i].sweep);
+  }
+  fprintf(j, "\n]}\n");
+  fclose(j);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  fl_bench_opts o = fl_parse(argc, argv);
   fl_workers *probe = fl_workers_create(o.threads);
   uint32_t threads = fl_workers_count(probe);
   fl_workers_destroy(probe);
-  fl_bench_result res[16];
+  static fl_bench_result res[FL_BENCH_MAX];
   int n = 0;
   char dims[64];
   snprintf(dims, sizeof dims, "%s", o.dims);
   printf("Criteo-shaped store, 26 tables fp32, scale %.3g, %u threads, %zu ids/table/gather\n",
          o.scale, threads, o.batch);
   printf("%5s %7s %16s %16s %7s\n", "dim", "ids", "store rows/s", "memcpy rows/s", "ratio");
-  for (char *tok = strtok(dims, ","); tok && n < 14; tok = strtok(NULL, ",")) {
+  for (char *tok = strtok(dims, ","); tok && n < FL_BENCH_MAX; tok = strtok(NULL, ",")) {
     uint32_t dim = (uint32_t)atoi(tok);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && n < FL_BENCH_MAX; k++) {
       if (!(k == 0 ? o.dense : o.hashed)) continue;
       res[n] = fl_bench_one(&o, dim, k == 0 ? FL_IDS_DENSE : FL_IDS_HASHED);
       printf("%5u %7s %16.4g %16.4g %7.2f\n", res[n].dim, res[n].ids, res[n].store, res[n].floor,
@@ -194,19 +199,6 @@ int main(int argc, char **argv) {
       n++;
     }
   }
-  if (o.json) {
-    FILE *j = fopen(o.json, "w");
-    if (!j) { perror(o.json); return 1; }
-    fprintf(j, "{\"bench\": \"store_gather\", \"tables\": 26, \"scale\": %g, \"threads\": %u, "
-               "\"batch_per_table\": %zu, \"results\": [",
-            o.scale, threads, o.batch);
-    for (int i = 0; i < n; i++)
-      fprintf(j, "%s\n  {\"dim\": %u, \"ids\": \"%s\", \"store_rows_per_s\": %.6g, "
-                 "\"memcpy_rows_per_s\": %.6g, \"ratio\": %.4f}",
-              i ? "," : "", res[i].dim, res[i].ids, res[i].store, res[i].floor,
-              res[i].store / res[i].floor);
-    fprintf(j, "\n]}\n");
-    fclose(j);
-  }
-  return 0;
+  for (int i = 0; o.sweep_runs > 0 && i < n; i++) fl_sweep_print(&o, &res[i].sweep);
+  return o.json ? fl_write_json(&o, threads, res, n) : 0;
 }
