@@ -1,8 +1,8 @@
 /* bench_store_sweep.c: bench_store's sweep of rows per call, 1 to 32,768:
  * per size, rows/s of the store's gather on one thread and on its pool,
  * against the memcpy floor on one thread and on a pool (min, median and
- * max over the runs, the four interleaved run by run so that drift hits
- * them alike).
+ * max over the runs; the four take turns within a run, each run starting
+ * with the next, so that drift and what ran just before hit them alike).
  *
  * "One thread" is the same store with its pool's costs fixed so that no
  * helper ever pays (fl_workers_fix_costs): every call runs on the caller
@@ -131,8 +131,10 @@ static void fl_sweep_point_run(const fl_bench_opts *o, fl_store *s, const fl_tab
   warm.sweep_seconds = o->sweep_seconds / 4;
   for (int way = 0; way < FL_SWEEP_WAYS; way++) fl_sweep_run_way(&warm, way, s, w, f, &c);
   for (int r = 0; r < runs; r++)
-    for (int way = 0; way < FL_SWEEP_WAYS; way++)
+    for (int i = 0; i < FL_SWEEP_WAYS; i++) {
+      int way = (r + i) % FL_SWEEP_WAYS;
       rate[way][r] = fl_sweep_run_way(o, way, s, w, f, &c);
+    }
   *p = (fl_sweep_point){.rows = rows,
                         .store_one = fl_spread_of(rate[FL_STORE_ONE], runs),
                         .store_pool = fl_spread_of(rate[FL_STORE_POOL], runs),
