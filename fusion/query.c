@@ -81,18 +81,11 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
   return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL) : st;
 }
 
-static _Thread_local fl_query_timing timing;
-
-fl_query_timing *fl_query_timing_here(void) { return &timing; }
-
-void fl_query_timing_last(fl_query_timing *out) {
-  if (out) *out = timing;
-}
-
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
                        void *stream, const fl_query_view *views, fl_plan *plan) {
   uint64_t t0 = fl_now_ns();
-  timing = (fl_query_timing){0};
+  fl_query_timing *timing = fl_query_timing_here();
+  *timing = (fl_query_timing){0};
   fl_status st = FL_OK;
   const fl_cache_fixed *f = fl_cache_fixed_of(c);
   fl_cache_add(c, FL_STAT_QUERIES, 1);
@@ -123,7 +116,7 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
   }
   free(args);
   free(query_of);
-  timing.total_ns = fl_now_ns() - t0;
+  timing->total_ns = fl_now_ns() - t0;
   return st;
 }
 

@@ -66,7 +66,7 @@ fl_status fl_misses_fetch(const fl_part_batch *b, const uint32_t *per_arg, const
 fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const uint64_t *ids,
                          uint64_t *refs, const void *const *in_place);
 
-/* The calling thread's fl_query_timing, which the engines add to. */
+/* The calling thread's fl_query_timing, which the engines add to (timing.c). */
 fl_query_timing *fl_query_timing_here(void);
 
 /* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
