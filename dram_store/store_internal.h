@@ -1,6 +1,8 @@
-/* store_internal.h: what the cache module (not the public API) needs from the
- * store: change notifications, table descriptors, the store's thread pool and
- * references to rows for the unified index. */
+/* store_internal.h: what the cache (cache/) and the query path (fusion/)
+ * need from the store beyond the public API: change notifications, table
+ * descriptors, the store's thread pool (also read by tools/bench_store),
+ * references to rows for the unified index, watched gathers and zero-copy
+ * mappings. */
 #ifndef FL_DRAM_STORE_STORE_INTERNAL_H
 #define FL_DRAM_STORE_STORE_INTERNAL_H
 
