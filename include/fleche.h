@@ -236,8 +236,9 @@ fl_status fl_store_set_local_budget(fl_store *s, uint64_t bytes);
 typedef void (*fl_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 /* Copies every row of src's table into dst's table of the same number (same
  * dim and dtype), e.g. a loaded model into a cluster store: written in
- * pipelined batches, then one invalidation of the whole table. progress may
- * be NULL. src's writers wait while it runs. */
+ * batches; a cluster store (pipelined) then publishes one invalidation of
+ * the whole table, a plain one tells its caches each batch's ids. progress
+ * may be NULL. src's writers wait while it runs. */
 fl_status fl_store_copy(fl_store *dst, fl_store *src, uint32_t table, fl_progress_fn progress,
                         void *ctx);
 
