@@ -57,6 +57,15 @@ int fl_replay_uses_gpu(const fl_replay_opts *o);
 int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i);
 /* The common options' help text. */
 void fl_replay_print_options(FILE *f);
+/* A tool's own options: argv[*i] (and its value) consumed: 1; not one of
+ * them: 0; a bad value (message printed): -1. */
+typedef int (*fl_tool_option_fn)(void *ctx, int argc, char **argv, int *i);
+/* Parses argv[1..] of a tool over replay's workload: its own options through
+ * `own` (NULL: none) first, then the common ones, and at most one TRACE into
+ * o->trace. -h or --help prints usage on stdout and exits 0. Returns 0, or -1
+ * after printing the error. */
+int fl_replay_parse_args(fl_replay_opts *o, int argc, char **argv, fl_tool_option_fn own, void *ctx,
+                         void (*usage)(FILE *f));
 
 /* --------------------------------------------------------------- workload */
 

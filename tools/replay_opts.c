@@ -1,5 +1,5 @@
 /* replay_opts.c: defaults, parsing and help of the options shared by replay
- * and tune. */
+ * and the tools over its workload (tune, policy_sim, serve_bench, load_redis). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +104,26 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--model-hugectr")) return o->model_hugectr = v, 1;
   if (!strcmp(a, "--json")) return o->json = v, 1;
   return o->plot = v, 1; /* --plot, the last one listed */
+}
+
+int fl_replay_parse_args(fl_replay_opts *o, int argc, char **argv, fl_tool_option_fn own, void *ctx,
+                         void (*usage)(FILE *f)) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      exit(0);
+    }
+    int r = own ? own(ctx, argc, argv, &i) : 0;
+    if (r == 0) r = fl_replay_parse_option(o, argc, argv, &i);
+    if (r < 0) return -1;
+    if (r > 0) continue;
+    if (argv[i][0] == '-' || o->trace) {
+      fprintf(stderr, "error: unexpected argument '%s' (see --help)\n", argv[i]);
+      return -1;
+    }
+    o->trace = argv[i];
+  }
+  return 0;
 }
 
 void fl_replay_print_options(FILE *f) {

@@ -45,7 +45,8 @@ static int number(const char *opt, const char *v, uint64_t max, uint64_t *out) {
 }
 
 /* Parses a tuning option at argv[*i]: 1 consumed, 0 not one, -1 bad value. */
-static int tune_option(fl_tune_opts *t, int argc, char **argv, int *i) {
+static int tune_option(void *ctx, int argc, char **argv, int *i) {
+  fl_tune_opts *t = ctx;
   const char *a = argv[*i];
   if (strcmp(a, "--step") && strcmp(a, "--window") && strcmp(a, "--drop") && strcmp(a, "--rounds") &&
       strcmp(a, "--patience"))
@@ -82,21 +83,7 @@ static int tune_option(fl_tune_opts *t, int argc, char **argv, int *i) {
 }
 
 static int parse(int argc, char **argv, fl_replay_opts *o, fl_tune_opts *t) {
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage(stdout);
-      exit(0);
-    }
-    int r = tune_option(t, argc, argv, &i);
-    if (r == 0) r = fl_replay_parse_option(o, argc, argv, &i);
-    if (r < 0) return -1;
-    if (r > 0) continue;
-    if (argv[i][0] == '-' || o->trace) {
-      fprintf(stderr, "error: unexpected argument '%s' (see --help)\n", argv[i]);
-      return -1;
-    }
-    o->trace = argv[i];
-  }
+  if (fl_replay_parse_args(o, argc, argv, tune_option, t, usage) < 0) return -1;
   /* The tuner owns the unified size and tunes one cache. */
   if (o->unified || o->compare) {
     fprintf(stderr, "error: %s does not apply to tune (see --help)\n",
