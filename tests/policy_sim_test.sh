@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# policy_sim_test.sh: end-to-end runs of //tools:policy_sim: a generator
+# trace, one whose hot set moves (--switch-at) and the Criteo sample; checks
+# the table's rows, the JSON (OPT at least every policy, the gaps, the fleche
+# row replaying the same lookups through the library with a pool that holds
+# the vectors, and what replay gets with that cache) and the exit code of
+# bad usage (2).
+set -euo pipefail
+SIM="$1"
+CRITEO="$2"
+REPLAY="$3"
+T="${TEST_TMPDIR:-/tmp}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$SIM" --help > "$T/help.txt" || fail "--help exits 0"
+for o in --vectors --policies tinylfu --budget-pct --switch-at; do
+  grep -q -- "$o" "$T/help.txt" || fail "--help names $o"
+done
+
+# The table has a row per policy, then names the best batched one.
+rows() {
+  for p in opt lru arc tinylfu lfu fleche; do
+    grep -Eq "^$p +[0-9.]+% +[-+][0-9.]+ +[-+][0-9.]+ " "$1" || fail "$1: a row for $p"
+  done
+  grep -Eq "^best batched policy: (lru|arc|tinylfu|lfu)$" "$1" || fail "$1: the best batched policy"
+}
+
+# The JSON: every row saw the trace's lookups; OPT is at least every row;
+# the gaps are differences of hit rates; the library's pool holds the vectors.
+check_json() {
+  python3 - "$1" <<'PY' || fail "$1: json checks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {p["name"]: p for p in d["policies"]}
+assert list(rows) == ["opt", "lru", "arc", "tinylfu", "lfu", "fleche"], list(rows)
+opt = rows["opt"]["hit_rate_pct"]
+best = rows[d["best_batched"]]["hit_rate_pct"]
+for name, p in rows.items():
+    assert p["lookups"] == d["lookups"] > 0, (name, p["lookups"], d["lookups"])
+    assert 0 <= p["hits"] <= p["lookups"], name
+    assert p["hit_rate_pct"] <= opt + 1e-9, (name, p["hit_rate_pct"], opt)
+    assert abs(p["vs_opt_pts"] - (p["hit_rate_pct"] - opt)) < 1e-3, name
+    assert abs(p["vs_best_pts"] - (p["hit_rate_pct"] - best)) < 1e-3, name
+    assert p["admissions"] - p["evictions"] <= p["capacity"], name
+    if name not in ("opt", "fleche"):
+        assert p["hit_rate_pct"] <= best + 1e-9, name
+        assert p["capacity"] == d["vectors"], name
+assert d["vectors"] <= rows["fleche"]["capacity"] <= d["vectors"] + 512
+assert 0 < rows["fleche"]["hits"], "the library hits"
+assert opt <= d["never_evicting_hit_rate_pct"] + 1e-9
+assert 0 <= d["in_batch_repeats_pct"] < 100
+PY
+}
+
+"$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet --json "$T/g.json" \
+  > "$T/g.txt" || fail "generator trace"
+cat "$T/g.txt"
+rows "$T/g.txt"
+grep -q "^vectors: 400 (--vectors)$" "$T/g.txt" || fail "names how the vectors were chosen"
+check_json "$T/g.json"
+# The fleche row is the library: replay with its budget hits as often.
+budget=$(python3 -c 'import json,sys; print([p for p in json.load(open(sys.argv[1]))["policies"] if p["name"] == "fleche"][0]["budget_bytes"])' "$T/g.json")
+FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
+  --budget-bytes "$budget" --quiet --json "$T/r.json" > /dev/null || fail "replay"
+python3 - "$T/g.json" "$T/r.json" <<'PY' || fail "the fleche row equals replay's hits"
+import json, sys
+sim = [p for p in json.load(open(sys.argv[1]))["policies"] if p["name"] == "fleche"][0]
+run = json.load(open(sys.argv[2]))["runs"][0]
+assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
+PY
+
+# The hot set moves halfway; the vectors those of a 1% cache (1 MiB).
+"$SIM" --tables 200000,3000,500000 --scale 1 --batch 256 --batches 64 --switch-at 32 --budget-pct 1 \
+  --quiet --json "$T/s.json" > "$T/s.txt" || fail "switching trace"
+rows "$T/s.txt"
+grep -q "^vectors: [1-9][0-9]* (the slab pool of a cache of 1% of the model's bytes" "$T/s.txt" \
+  || fail "vectors from --budget-pct"
+check_json "$T/s.json"
+
+# The Criteo sample: hashed ids, keys are (table, id).
+"$SIM" --batch 64 --vectors 300 --quiet --json "$T/c.json" "$CRITEO" > "$T/c.txt" \
+  || fail "Criteo sample"
+rows "$T/c.txt"
+check_json "$T/c.json"
+
+# One sample per batch: no key repeats inside a batch, so OPT is exact there.
+"$SIM" --batch 1 --batches 300 --vectors 50 --policies opt,lru --quiet "$CRITEO" > "$T/one.txt" \
+  || fail "batch 1"
+grep -q "^in-batch repeats: 0.00% of lookups" "$T/one.txt" || fail "batch 1 has no repeats"
+
+rc=0; "$SIM" --policies lru,belady 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "an unknown policy exits 2, got $rc"
+rc=0; "$SIM" --vectors 0 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "--vectors 0 exits 2, got $rc"
+rc=0; "$SIM" --compare 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "--compare exits 2, got $rc"
+echo PASS

@@ -1,0 +1,103 @@
+/* policy_sim.h: the policy simulator (//tools:policy_sim, docs/POLICY_SIM.md):
+ * how far a cache policy is from the best at a given number of resident
+ * vectors. A trace that replay reads is loaded once into batches of distinct
+ * keys with their next uses (sim_trace.c); each policy of sim_policy.h is
+ * replayed over it by one driver (sim_run.c); fleche's own row is the real
+ * library on its host backend (sim_fleche.c); sim_report.c prints the table
+ * and writes the JSON. */
+#ifndef FL_TOOLS_POLICY_SIM_H
+#define FL_TOOLS_POLICY_SIM_H
+
+#include <stdio.h>
+
+#include "tools/replay.h"
+#include "tools/sim_policy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------- trace */
+
+typedef struct fl_sim_keymap fl_sim_keymap;
+
+/* A trace in memory: per batch its distinct keys, most frequent first (ties:
+ * the most recently looked up first). */
+typedef struct fl_sim_trace {
+  uint64_t n_batches;
+  uint64_t n_keys;       /* distinct (table, id) pairs */
+  uint64_t lookups;
+  uint64_t n_entries;    /* distinct keys summed over batches */
+  uint64_t first_use;    /* lookups in the batch that first looks their key up */
+  uint64_t *first;       /* n_batches + 1: batch b is entry[first[b] .. first[b + 1]) */
+  fl_sim_entry *entry;
+  uint64_t cap_batches, cap_entries;
+  fl_sim_keymap *map;    /* (table, id) -> key while the trace is built */
+} fl_sim_trace;
+
+/* Building: begin, one add per batch, end (which fills in the next uses and
+ * drops the key map). Out of memory, or more than 2^32 - 2 batches or keys:
+ * FL_ERR_OUT_OF_MEMORY / FL_ERR_INVALID_ARGUMENT. */
+fl_status fl_sim_trace_begin(fl_sim_trace *t);
+fl_status fl_sim_trace_add(fl_sim_trace *t, const fl_trace_batch *b);
+fl_status fl_sim_trace_end(fl_sim_trace *t);
+/* Loads `src` from its start, at most max_batches batches (0: all), and
+ * rewinds it. Errors are printed. */
+fl_status fl_sim_trace_read(fl_trace *src, uint64_t max_batches, fl_sim_trace *t);
+void fl_sim_trace_free(fl_sim_trace *t);
+
+/* ---------------------------------------------------------------- driver */
+
+/* One row of the table. */
+typedef struct fl_sim_result {
+  const char *name;
+  uint64_t capacity;    /* resident vectors at most */
+  uint64_t budget_bytes; /* the library's cache budget (fleche), else 0 */
+  uint64_t lookups, hits;
+  uint64_t admissions, evictions;
+  double seconds;       /* wall time of the replay */
+} fl_sim_result;
+
+/* Replays t through policy p with room for `capacity` (>= 1) keys. A policy
+ * that breaks the rules of sim_policy.h fails the run with
+ * FL_ERR_INVALID_ARGUMENT and a message in err. */
+fl_status fl_sim_run(const fl_sim_trace *t, const fl_sim_policy *p, uint64_t capacity, int quiet,
+                     fl_sim_result *r, char *err, size_t err_len);
+
+/* ---------------------------------------------------------------- fleche */
+
+/* The vectors the slab pool of a flat host cache of `budget` bytes over
+ * `store` holds (cache/'s own split of the budget into index and pool). */
+fl_status fl_sim_vectors_of_budget(fl_store *store, uint64_t budget, uint64_t *vectors);
+/* The least budget (to 256 bytes) whose pool holds at least `vectors`. */
+fl_status fl_sim_budget_of_vectors(fl_store *store, uint64_t vectors, uint64_t *budget);
+/* Replays the workload through the library: a flat cache on the host
+ * backend sized by fl_sim_budget_of_vectors, fl_query per batch, hits,
+ * admissions and evictions from fl_cache_stats. o gives the admission
+ * probability, threads and batches. */
+fl_status fl_sim_fleche(const fl_workload *w, const fl_replay_opts *o, uint64_t vectors,
+                        fl_sim_result *r);
+
+/* ---------------------------------------------------------------- report */
+
+typedef struct fl_sim_report {
+  const char *trace;    /* the trace's path, "<zipf>" for the generator */
+  uint32_t batch;       /* --batch */
+  uint64_t vectors;
+  const char *sized_by; /* how vectors was chosen, for the reader */
+  const fl_sim_trace *t;
+  const fl_sim_result *rows;
+  int n_rows;
+} fl_sim_report;
+
+/* The row named "opt" and the best of the batched policies (not opt, not
+ * fleche), or NULL. */
+const fl_sim_result *fl_sim_report_opt(const fl_sim_report *r);
+const fl_sim_result *fl_sim_report_best(const fl_sim_report *r);
+void fl_sim_report_print(FILE *f, const fl_sim_report *r);
+fl_status fl_sim_report_json(const char *path, const fl_sim_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
