@@ -98,9 +98,9 @@ fl_status fl_cuda_state_create(fl_cache *c) {
   FL_CUDA_TRY(NULL, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   s->maint = st;
   /* Loaded now: the first launch of each would stall a query or a round. */
-  FL_CUDA_TRY(NULL, fl_maint_kernels_load());
-  FL_CUDA_TRY(NULL, fl_admit_kernels_load());
-  return zero_copy_setup(c);
+  fl_status loaded = fl_load_module(NULL, "the maintenance kernels", fl_maint_kernels_load);
+  if (loaded == FL_OK) loaded = fl_load_module(NULL, "the admission kernels", fl_admit_kernels_load);
+  return loaded == FL_OK ? zero_copy_setup(c) : loaded;
 }
 
 void fl_cuda_state_sync(fl_cache *c) {

@@ -16,6 +16,11 @@ static inline fl_status fl_cuda_check(const void *handle, int err, const char *c
                  cudaGetErrorString((cudaError_t)err), file, line);
 }
 
+/* Loads one module's kernels (load: its fl_*_kernels_load, which returns a
+ * cudaError_t): FL_OK, or FL_ERR_CUDA recorded for handle, naming the
+ * module ("the query kernels") and the reason. */
+fl_status fl_load_module(const void *handle, const char *what, int (*load)(void));
+
 /* The one check of a CUDA call: its fl_status, the failure recorded for
  * handle. Callers with cleanup keep it (`st = FL_CUDA_CHECK(h, call);`) and
  * go to their cleanup when it is not FL_OK. */

@@ -14,8 +14,9 @@ typedef enum fl_fault_point {
   FL_FAULT_ROUND_BLOCK = 0,  /* an admission round's input block allocation (admit_round.c) */
   FL_FAULT_ROUND_GRAPH = 1,  /* instantiating a round's graph */
   FL_FAULT_ROUND_LAUNCH = 2, /* launching a round's graph */
-  FL_FAULT_PLAN_GRAPH = 3,   /* instantiating a prepared query's graph (query_cuda.c) */
-  FL_FAULT_POINTS = 4
+  FL_FAULT_PLAN_GRAPH = 3,   /* instantiating a prepared query's graph (plan.c) */
+  FL_FAULT_KERNEL_LOAD = 4,  /* loading a module's kernels at cache creation (fl_load_module) */
+  FL_FAULT_POINTS = 5
 } fl_fault_point;
 
 /* The pass of `point` after the next `skip` fails, once. */

@@ -2,11 +2,11 @@
  * the flat layout, one per table for the per-table baseline) and runs the
  * backend's engine on each; fl_cache_create: the cache, with the query
  * kernels loaded. */
-#include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/cuda_check.h"
 #include "common/error.h"
 #include "dram_store/store_internal.h"
 #include "fusion/query.h"
@@ -67,12 +67,11 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   if (st != FL_OK || fl_cache_fixed_of(*out)->backend != FL_BACKEND_CUDA) return st;
   /* The query kernels load now: lazy module loading would load each at its
    * first launch, inside whichever query meets it. */
-  int e = fl_query_kernels_load();
-  if (e == 0) return FL_OK;
+  st = fl_load_module(NULL, "the query kernels", fl_query_kernels_load);
+  if (st == FL_OK) return FL_OK;
   fl_cache_destroy(*out);
   *out = NULL;
-  return fl_fail(NULL, FL_ERR_CUDA, "fl_cache_create: loading the query kernels: %s",
-                 cudaGetErrorString((cudaError_t)e));
+  return st;
 }
 
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {

@@ -562,6 +562,36 @@ TEST_P(CacheTest, CreateFailsCleanlyWhenARoundCannotBeSetUp) {
   QueryAndCheck(ok.get(), Ids(rng, 500), nullptr, false);
 }
 
+// A module whose kernels cannot load fails the create: each of the three
+// (maintenance, admission, query) once, with FL_ERR_CUDA naming it, no
+// cache, and the store as it was: a cache made afterwards answers from it.
+TEST_P(CacheTest, CreateFailsCleanlyWhenKernelsCannotLoad) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "kernels are CUDA's";
+  fl_config cfg = Config(1 << 20);
+  const char *modules[] = {"maintenance kernels", "admission kernels", "query kernels"};
+  for (unsigned skip = 0; skip < 3; skip++) {
+    fl_cache *c = nullptr;
+    fl_fault_arm(FL_FAULT_KERNEL_LOAD, skip);
+    fl_status st = fl_cache_create(store_.get(), &cfg, &c);
+    bool fired = !fl_fault_armed(FL_FAULT_KERNEL_LOAD);
+    fl_fault_clear();
+    EXPECT_TRUE(fired) << "skip " << skip;
+    EXPECT_EQ(st, FL_ERR_CUDA) << "skip " << skip;
+    EXPECT_EQ(c, nullptr);
+    std::string msg = fl_cache_last_error(nullptr);
+    EXPECT_NE(msg.find(modules[skip]), std::string::npos) << msg;
+  }
+  std::vector<float> rows(64, 7.25f);
+  uint64_t id = 11;
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, &id, 1, rows.data()), store_.get());
+  fl::Cache ok = MakeCache(cfg);
+  ASSERT_NE(ok, nullptr);
+  std::mt19937_64 rng(4);
+  auto ids = Ids(rng, 500);
+  ids[2].push_back(id);
+  QueryAndCheck(ok.get(), ids, nullptr, false);
+}
+
 // Every batch size from one key to a million, one table left empty, with
 // duplicates, misses and evictions: the oracle holds at each size.
 TEST_P(CacheTest, BatchSizesFromOneKeyToAMillion) {
