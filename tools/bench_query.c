@@ -55,6 +55,8 @@ typedef struct result {
   const char *layout;
   uint32_t samples;
   double hit_rate, p50_us, p99_us, call_p50_us;
+  /* p50 of the call's phases (fl_query_timing_last): setup, index, fetch */
+  double phase_p50_us[3];
 } result;
 
 static void die(const char *what, const char *msg) {
@@ -190,17 +192,28 @@ static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_i
   fl_cache_stats st;
   fl_cache_stats_reset(c);
   double *t = malloc(reps * sizeof *t), *call = malloc(reps * sizeof *call);
+  double *phase = malloc(3 * reps * sizeof *phase);
   for (int r = 0; r < reps; r++) {
     if (cold) fresh_misses(b, cold);
     double t0 = 1e6 * fl_now_s();
     call[r] = query(c, p, ask, b, s);
     t[r] = 1e6 * fl_now_s() - t0;
+    fl_query_timing tm;
+    fl_query_timing_last(&tm);
+    phase[r] = tm.setup_ns / 1e3;
+    phase[reps + r] = tm.index_ns / 1e3;
+    phase[2 * reps + r] = tm.fetch_ns / 1e3;
   }
   fl_cache_stats_get(c, &st, NULL, 0);
   qsort(t, reps, sizeof *t, cmp_double);
   qsort(call, reps, sizeof *call, cmp_double);
   result res = {layout, b->samples, (double)st.hits / (double)st.lookups, t[reps / 2],
-                t[(int)(reps * 0.99)], call[reps / 2]};
+                t[(int)(reps * 0.99)], call[reps / 2], {0}};
+  for (int k = 0; k < 3; k++) {
+    qsort(phase + k * reps, reps, sizeof *phase, cmp_double);
+    res.phase_p50_us[k] = phase[k * reps + reps / 2];
+  }
+  free(phase);
   free(t);
   free(call);
   fl_prepared_destroy(p);
@@ -373,12 +386,13 @@ static void print_findings(const char *gpu, const opts *o, const findings *f) {
   double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
          gpu, o->scale, DIM, o->budget / 1048576.0, o->reps);
-  printf("%-10s %8s %8s %8s %10s %10s %12s %12s\n", "layout", "samples", "keys", "hit%", "p50 us",
-         "p99 us", "Mkeys/s p50", "call p50 us");
+  printf("%-10s %8s %8s %8s %10s %10s %12s %12s %20s\n", "layout", "samples", "keys", "hit%", "p50 us",
+         "p99 us", "Mkeys/s p50", "call p50 us", "setup/index/fetch us");
   for (int i = 0; i < f->n_res; i++)
-    printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f\n", res[i].layout, res[i].samples,
-           res[i].samples * N_TABLES, 100 * res[i].hit_rate, res[i].p50_us, res[i].p99_us,
-           res[i].samples * N_TABLES / res[i].p50_us, res[i].call_p50_us);
+    printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f %6.1f/%6.1f/%6.1f\n", res[i].layout,
+           res[i].samples, res[i].samples * N_TABLES, 100 * res[i].hit_rate, res[i].p50_us,
+           res[i].p99_us, res[i].samples * N_TABLES / res[i].p50_us, res[i].call_p50_us,
+           res[i].phase_p50_us[0], res[i].phase_p50_us[1], res[i].phase_p50_us[2]);
   printf("per-table / flat p50: 16384 samples %.2fx, 256 samples %.2fx\n", res[2].p50_us / res[0].p50_us,
          res[3].p50_us / res[1].p50_us);
   printf("probe, %llu keys, index load %.3f (%llu entries / %llu slots):\n",
@@ -407,9 +421,11 @@ static void write_json(const char *gpu, const opts *o, const findings *f) {
           o->scale, (unsigned long long)o->budget, o->reps);
   for (int i = 0; i < f->n_res; i++)
     fprintf(out, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
-            "\"p99_us\": %.2f, \"call_p50_us\": %.2f}",
+            "\"p99_us\": %.2f, \"call_p50_us\": %.2f, \"setup_p50_us\": %.2f, "
+            "\"index_p50_us\": %.2f, \"fetch_p50_us\": %.2f}",
             i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
-            res[i].p99_us, res[i].call_p50_us);
+            res[i].p99_us, res[i].call_p50_us, res[i].phase_p50_us[0], res[i].phase_p50_us[1],
+            res[i].phase_p50_us[2]);
   fprintf(out, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
           "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f",
           (unsigned long long)BIG_KEYS, load_of(f), f->index_us, f->base_ms * 1e3, ours_gkps / base_gkps,
