@@ -2,7 +2,8 @@
 # CI for the Python package, on the host backend, in two fresh virtualenvs:
 #
 # 1. python3 with `pip install ./python pytest` (which builds libfleche.so
-#    with ./bazelw, and brings NumPy from PyPI): the whole suite.
+#    with ./bazelw and the extension fleche._fast with the C compiler, and
+#    brings NumPy from PyPI): the whole suite.
 # 2. Debian's python3 with Debian's CPU build of torch and its NumPy
 #    (python3-torch, seen through --system-site-packages) and the same
 #    libfleche.so: the whole suite again, with torch imported, under
@@ -16,8 +17,8 @@
 # reach. python3-torch (1.13) comes with 148 MB of packages. Like ./bazelw,
 # the script installs the Debian packages it needs when they are missing.
 #
-# Run from anywhere: python/ci.sh. Needs python3 with venv, PyPI and Debian's
-# package archive.
+# Run from anywhere: python/ci.sh. Needs python3 with venv and its headers,
+# PyPI and Debian's package archive (python3-dev: Python.h for the extension).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/fleche-ci.XXXXXX")"
@@ -25,13 +26,14 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$root"
 
 debian_python=/usr/bin/python3
-if ! "$debian_python" -c "import ensurepip, torch" >/dev/null 2>&1; then
-  echo "python/ci.sh: installing python3-torch python3-venv" >&2
+headers="$("$debian_python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+if ! "$debian_python" -c "import ensurepip, torch" >/dev/null 2>&1 || [ ! -f "$headers/Python.h" ]; then
+  echo "python/ci.sh: installing python3-torch python3-venv python3-dev" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    python3-torch python3-venv >&2
+    python3-torch python3-venv python3-dev >&2
 fi
 
 python3 -m venv "$tmp/numpy"

@@ -1,9 +1,13 @@
-"""Builds libfleche.so with Bazel and bundles it into the fleche package.
+"""Builds libfleche.so with Bazel and bundles it into the fleche package,
+with the extension module fleche._fast (fleche/_fast.c, Cache.query's
+per-table work).
 
 `pip install ./python` (from the repository root) runs this: build_py calls
 `../bazelw build --define=fl_malloc=system //:fleche_shared` and copies
-bazel-bin/python/libfleche.so into the package. The wheel is tagged for this
-platform (the package holds a native library, though no extension module).
+bazel-bin/python/libfleche.so into the package; build_ext compiles _fast.c
+against this Python's headers and include/fleche.h. The extension does not
+link libfleche: it calls the fl_query of the library the package loaded
+(fleche/_cache.py hands it the address), so FLECHE_LIBRARY applies to it too.
 
 Environment:
   FLECHE_LIBRARY=/path/libfleche.so  bundle this prebuilt library, skip Bazel.
@@ -22,9 +26,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
-from setuptools.dist import Distribution
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -65,11 +68,7 @@ class BuildWithBazel(build_py):
         os.chmod(dest, 0o755)
 
 
-class BinaryDistribution(Distribution):
-    """The package bundles a native library: a platform wheel, not a pure one."""
+FAST = Extension("fleche._fast", ["fleche/_fast.c"], include_dirs=[str(ROOT / "include")],
+                 extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Werror"])
 
-    def has_ext_modules(self) -> bool:
-        return True
-
-
-setup(cmdclass={"build_py": BuildWithBazel}, distclass=BinaryDistribution)
+setup(cmdclass={"build_py": BuildWithBazel}, ext_modules=[FAST])

@@ -16,5 +16,16 @@ mkdir -p gpu-bundle
 for t in "${tests[@]}"; do cp "$bin/tests/$t" gpu-bundle/; done
 for t in "${tools[@]}"; do cp "$bin/tools/$t" gpu-bundle/; done
 cp tools/gpu_run.sh gpu-bundle/run.sh
+# The Python package (gpu-bundle/python.sh, which run.sh calls, compiles its
+# extension there): libfleche.so with CUDA and the system allocator, as pip
+# builds it; the package's sources, tests and bench_overhead.py; fleche.h.
+./bazelw build -c opt --define=fl_malloc=system //python:libfleche.so
+pybin="$(./bazelw info -c opt --define=fl_malloc=system bazel-bin 2>/dev/null)"
+mkdir -p gpu-bundle/python/include
+cp -r python/fleche python/tests python/bench gpu-bundle/python/
+find gpu-bundle/python \( -name __pycache__ -o -name '*.so' \) -prune -exec rm -rf {} +
+cp include/fleche.h gpu-bundle/python/include/
+cp "$pybin/python/libfleche.so" gpu-bundle/python/fleche/
+cp tools/gpu_python.sh gpu-bundle/python.sh
 chmod -R u+w gpu-bundle
 echo "gpu-bundle/: $(du -sh gpu-bundle | cut -f1); run it with gpu-bundle/run.sh [OUTDIR]"

@@ -2,9 +2,10 @@
 # Runs the GPU bundle (see tools/gpu_bundle.sh) on a GPU machine: every test
 # binary, the CUDA tests again under compute-sanitizer memcheck and racecheck,
 # the stress run on CUDA (plain and under memcheck), the default replay and
-# its --compare, and the query and store benchmarks. Logs, XML and
+# its --compare, the query and store benchmarks, and the Python package's
+# tests and overhead benchmark (python.sh). Logs, XML and
 # JSON go to OUTDIR (default ./gpu-out); the last line is the test summary
-# `N passed, N failed, N skipped` counted from the GoogleTest XML.
+# `N passed, N failed, N skipped` counted from the GoogleTest and pytest XML.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-gpu-out}"
@@ -86,6 +87,11 @@ if command -v compute-sanitizer >/dev/null && [ "${FL_STRESS_MEMCHECK_S:-60}" !=
     >"$out/stress_memcheck.log" 2>&1 || rc=1
   grep -E "^stress:|ERROR SUMMARY" "$out/stress_memcheck.log" | tail -n 2
 fi
+# The Python package (tools/gpu_python.sh): its extension built with this
+# machine's python3, its tests (CUDA ones included), bench_overhead.py.
+if [ -x "$here/python.sh" ]; then
+  "$here/python.sh" "$out" || rc=1
+fi
 # The CUDA mutants (tools/mutants.sh --bundle), when the bundle has them:
 # each must be caught by the CUDA tests or the stress run.
 if [ -d "$here/mutants" ]; then
@@ -115,7 +121,7 @@ import glob, sys, xml.etree.ElementTree as ET
 p = f = s = 0
 for x in sorted(glob.glob(sys.argv[1] + "/*.xml")):
     for c in ET.parse(x).getroot().iter("testcase"):
-        if c.find("failure") is not None: f += 1
+        if c.find("failure") is not None or c.find("error") is not None: f += 1
         elif c.find("skipped") is not None or c.get("result") == "skipped": s += 1
         else: p += 1
 print(f"{p} passed, {f} failed, {s} skipped")

@@ -8,12 +8,15 @@ the query's stream (timed too):
              the serving loop's path, buffers checked and bound once
   query_out  Cache.query(ids, out=preallocated outputs)
   query_new  Cache.query(ids), which allocates the outputs (torch.empty, ...)
-The overhead of a variant is its p50 minus the C call's p50. Rounds alternate
-the variants so that drift hits them alike; the garbage collector is off
-while timing.
+The overhead of a variant is its p50 minus the C call's p50, the floor
+measured in the same run. Rounds alternate the variants so that drift hits
+them alike; the garbage collector is off while timing. The whole measurement
+is repeated --runs times (default 5) on one cache; the summary gives each
+figure's min/median/max over the runs.
 
     python3 python/bench/bench_overhead.py --json OUT.json
     python3 python/bench/bench_overhead.py --backend host --array numpy   # no GPU
+    python3 python/bench/bench_overhead.py --backend host --array torch --host-threads 1
 
 Defaults: the CUDA backend with torch CUDA tensors when torch sees a GPU,
 else the host backend with NumPy arrays. Sizes are TABLESxIDS: 1x256 (the
@@ -185,6 +188,26 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
     }
 
 
+def summarize(runs: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Per size, min/median/max over the runs of each variant's p50 and of
+    each overhead p50."""
+    out = []
+    for per_size in zip(*runs):
+        first = per_size[0]
+
+        def spread(values: List[float]) -> Dict[str, float]:
+            return {"min": min(values), "median": float(np.median(values)), "max": max(values)}
+
+        out.append({
+            "tables": first["tables"], "ids_per_table": first["ids_per_table"],
+            "p50_us": {v: spread([r["variants"][v]["p50_us"] for r in per_size])
+                       for v in VARIANTS},
+            "overhead_p50_us": {v: spread([r["overhead_p50_us"][v] for r in per_size])
+                                for v in VARIANTS[1:]},
+        })
+    return out
+
+
 def parse_sizes(text: str) -> List[Tuple[int, int]]:
     sizes = []
     for part in text.split(","):
@@ -201,6 +224,9 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=3000, help="timed calls per variant and size")
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=5, help="repeats of the whole measurement")
+    ap.add_argument("--host-threads", type=int, default=None,
+                    help="the cache's host_threads (host backend; default: the library's)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
 
@@ -226,29 +252,29 @@ def main() -> None:
     device = platform.processor() or platform.machine()
     if backend == "cuda" and kind == "torch":
         device = arr.mod.cuda.get_device_name(arr.device)
-    results = []
+    runs: List[List[Dict[str, Any]]] = []
     with fleche.Store(tables) as store:
         for j in range(n_tables):
             store.fill_synthetic(j, 42)
         with fleche.Cache(store, backend=backend, budget_bytes=256 << 20,
-                          admit_probability=1.0) as cache:
+                          admit_probability=1.0, host_threads=args.host_threads) as cache:
             cache.reserve(max(t * n for t, n in sizes), n_tables)
-            for i, (t, n) in enumerate(sizes):
-                results.append(bench_size(cache, arr, t, n, args.iters, args.warmup,
-                                          args.rounds, seed=i))
+            for _ in range(args.runs):
+                runs.append([bench_size(cache, arr, t, n, args.iters, args.warmup, args.rounds,
+                                        seed=i) for i, (t, n) in enumerate(sizes)])
+    summary = summarize(runs)
     print(f"fleche {fleche.version()}: {backend} backend, {kind} arrays, {device}, "
-          f"python {platform.python_version()}; {args.iters} timed calls per variant "
-          "(call + stream synchronize)")
-    print(f"{'size':>9} {'variant':>10} {'p50 us':>9} {'p90 us':>9} {'return p50':>11} "
-          f"{'overhead p50':>13} {'p90':>8} {'per table':>10}")
-    for r in results:
+          f"python {platform.python_version()}; {args.runs} runs of {args.iters} timed calls "
+          "per variant (call + stream synchronize); p50 us, min/median/max over the runs")
+    print(f"{'size':>9} {'variant':>10} {'p50 min':>9} {'median':>9} {'max':>9} "
+          f"{'overhead min':>13} {'median':>9} {'max':>9}")
+    for r in summary:
         for v in VARIANTS:
-            s = r["variants"][v]
-            extra = ("" if v == "c" else
-                     f"{r['overhead_p50_us'][v]:13.2f} {r['overhead_p90_us'][v]:8.2f} "
-                     f"{r['overhead_per_table_p50_us'][v]:10.3f}")
-            print(f"{r['tables']:>4}x{r['ids_per_table']:<4} {v:>10} {s['p50_us']:9.2f} "
-                  f"{s['p90_us']:9.2f} {s['return_p50_us']:11.2f} {extra}")
+            p = r["p50_us"][v]
+            o = r["overhead_p50_us"].get(v)
+            extra = "" if o is None else f"{o['min']:13.2f} {o['median']:9.2f} {o['max']:9.2f}"
+            print(f"{r['tables']:>4}x{r['ids_per_table']:<4} {v:>10} {p['min']:9.2f} "
+                  f"{p['median']:9.2f} {p['max']:9.2f} {extra}")
     if args.json:
         versions = {"python": platform.python_version(), "numpy": np.__version__}
         if kind in ("torch", "cupy"):
@@ -256,7 +282,9 @@ def main() -> None:
         doc = {"backend": backend, "array": kind, "device": device, "fleche": fleche.version(),
                "library": str(fleche.library_path()), "versions": versions,
                "iters": args.iters, "warmup": args.warmup, "rounds": args.rounds,
-               "host": platform.node(), "cpu_count": os.cpu_count(), "sizes": results}
+               "runs": args.runs, "host_threads": args.host_threads,
+               "host": platform.node(), "cpu_count": os.cpu_count(), "summary": summary,
+               "sizes_by_run": runs}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {args.json}")
 

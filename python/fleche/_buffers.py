@@ -276,8 +276,21 @@ def stream_source(obj: Any, device: int) -> Optional[Callable[[], int]]:
 
 
 def _torch_stream(torch: Any, device: int) -> int:
+    return int(_stream_getter(torch)(device))
+
+
+def _stream_getter(torch: Any) -> Callable[[int], int]:
+    """fn(device) -> torch's current stream of `device` as an int."""
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
-    return int(raw(device)) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    return raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+
+
+def torch_facts(torch: Any) -> Tuple[Any, ...]:
+    """What fleche._fast reads torch tensors with, once torch is imported:
+    (torch.Tensor, torch.int64, torch.uint64 or None (older torch),
+    torch.float32, torch.float16, fn(device) -> torch's current stream)."""
+    return (torch.Tensor, torch.int64, getattr(torch, "uint64", None), torch.float32,
+            torch.float16, _stream_getter(torch))
 
 
 def torch_order(handle: int, device: int) -> Optional[Any]:

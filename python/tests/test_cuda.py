@@ -3,11 +3,12 @@ place, on the caller's streams (torch CPU tensors: test_torch_cpu.py).
 
 Every case skips without torch or without a CUDA device that both torch and
 libfleche.so see; the skip reason says which. The oracle is Store.gather of
-the same ids. A spy on fl_query (the ctypes function of fleche._lib.lib)
-records the pointers C gets, to check that they are the tensors' own (no host
-copy).
+the same ids. A spy on fl_query (the ctypes function of fleche._lib.lib, and
+the pointer that fleche._fast calls) records the pointers C gets, to check
+that they are the tensors' own (no host copy).
 """
 
+import ctypes
 import threading
 
 import numpy as np
@@ -37,7 +38,9 @@ def numpy_of(x) -> np.ndarray:
 def c_calls(monkeypatch):
     """The queries C ran during a test: ([(table, ids, n, out), ...], stream)
     per fl_query and per fl_prepared_run or fl_prepared_launch (whose spans
-    are the ones its handle was prepared with)."""
+    are the ones its handle was prepared with). fl_query is spied on twice:
+    as the ctypes function, and as the function pointer that fleche._fast
+    (Cache.query's C path) calls."""
     lib = fleche._lib.lib
     real_query, real_prepare, real_run = lib.fl_query, lib.fl_query_prepare, lib.fl_prepared_run
     real_launch = lib.fl_prepared_launch
@@ -69,7 +72,11 @@ def c_calls(monkeypatch):
     monkeypatch.setattr(lib, "fl_query_prepare", prepare)
     monkeypatch.setattr(lib, "fl_prepared_run", run)
     monkeypatch.setattr(lib, "fl_prepared_launch", launch)
-    return calls
+    spy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                           ctypes.c_void_p)(query)
+    previous = fleche._fast.use_query(ctypes.cast(spy, ctypes.c_void_p).value)
+    yield calls
+    fleche._fast.use_query(previous)
 
 
 @pytest.fixture

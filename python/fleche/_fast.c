@@ -1,0 +1,434 @@
+/* fleche._fast: Cache.query(queries, out=...)'s per-table work in C.
+ *
+ * query() walks the two dicts, reads each NumPy array (through the buffer
+ * protocol) or torch tensor (through its own accessors), checks it, fills
+ * the fl_table_query array and calls fl_query with the GIL released. It
+ * accepts only calls it can answer exactly as the Python path
+ * (Cache._bind, fleche/_buffers.py) would, with the same pointers and
+ * stream. Anything else, including every call that would raise, it
+ * declines (returns None) before any side effect, and Cache.query then
+ * takes the Python path, which raises the error or handles the rare case
+ * (keys seen for the first time, DLPack objects, CuPy, explicit
+ * non-mapping types). So the checks' messages live in Python only; this
+ * file decides acceptance, never an error.
+ *
+ * Why C: in Python each table cost about 3 us of dict walking, attribute
+ * reads and tuple building, against about 2 us per table for the whole C
+ * query on a GPU. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fleche.h"
+
+typedef fl_status (*fast_query_fn)(fl_cache *, const fl_table_query *, uint32_t, void *);
+
+enum { FAST_HOST = -1 }; /* the device of host memory, as _buffers.HOST */
+
+/* What the Python side hands over once (init) or per call. */
+static fast_query_fn fast_fl_query; /* libfleche's fl_query (use_query) */
+static PyObject *fast_ndarray;      /* numpy.ndarray */
+static PyObject *fast_torch_facts;  /* _buffers.torch_facts: fn(torch) -> tuple, below */
+static PyObject *fast_torch_order;  /* _buffers.torch_order: fn(handle, device) */
+static PyObject *fast_torch_name;   /* "torch", the sys.modules key */
+
+/* torch's facts, once torch is imported (NULL before): the Tensor type,
+ * the dtypes a query takes (uint64 may be NULL: older torch), and
+ * fn(device) -> torch's current stream as an int. */
+static PyObject *fast_tensor, *fast_int64, *fast_uint64, *fast_float32, *fast_float16;
+static PyObject *fast_torch_stream;
+
+/* Interned attribute names of torch tensors. */
+static PyObject *s_dtype, *s_is_cuda, *s_is_cpu, *s_get_device, *s_is_contiguous, *s_shape,
+    *s_data_ptr;
+
+typedef enum { DT_OTHER, DT_UINT64, DT_INT64, DT_FLOAT32, DT_FLOAT16 } fast_dtype;
+
+/* The facts of one array, as _buffers.View has them. */
+typedef struct {
+  uintptr_t addr;
+  Py_ssize_t shape[2];
+  int ndim;
+  fast_dtype dtype;
+  int device;      /* FAST_HOST or a CUDA ordinal */
+  int torch;       /* a torch tensor (its device memory orders through torch_order) */
+  int torch_cuda;  /* a torch CUDA tensor: a stream source (Cache._stream_source) */
+  int readonly;
+} fast_view;
+
+/* The references one call holds until fl_query returns: another thread may
+ * drop the dicts' entries while C runs without the GIL. */
+typedef struct {
+  fl_table_query *q;  /* count entries */
+  PyObject **refs;    /* 2 per table: ids and out (NULL where bufs holds it) */
+  Py_buffer *bufs;    /* 2 per table: NumPy buffers (obj NULL when unused) */
+  Py_ssize_t count;
+} fast_call;
+
+/* ------------------------------------------------------------ reading arrays */
+
+/* The dtype of a NumPy buffer format; DT_OTHER for any other (a byte order
+ * prefix included: those arrays take the Python path). */
+static fast_dtype fast_format_dtype(const char *f, Py_ssize_t itemsize) {
+  if (f == NULL || f[0] == '\0' || f[1] != '\0') return DT_OTHER;
+  switch (f[0]) {
+    case 'L': case 'Q': return itemsize == 8 ? DT_UINT64 : DT_OTHER;
+    case 'l': case 'q': return itemsize == 8 ? DT_INT64 : DT_OTHER;
+    case 'f': return itemsize == 4 ? DT_FLOAT32 : DT_OTHER;
+    case 'e': return itemsize == 2 ? DT_FLOAT16 : DT_OTHER;
+    default: return DT_OTHER;
+  }
+}
+
+/* A C-contiguous NumPy array of at most 2 dimensions into v, its buffer
+ * into *buf (released by the caller). 1: read; 0: declined. */
+static int fast_numpy(PyObject *a, fast_view *v, Py_buffer *buf) {
+  if (PyObject_GetBuffer(a, buf, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    buf->obj = NULL;
+    return 0;
+  }
+  if (buf->ndim < 1 || buf->ndim > 2 || !PyBuffer_IsContiguous(buf, 'C')) return 0;
+  v->addr = (uintptr_t)buf->buf;
+  v->ndim = buf->ndim;
+  for (int k = 0; k < buf->ndim; k++) v->shape[k] = buf->shape[k];
+  v->dtype = fast_format_dtype(buf->format, buf->itemsize);
+  v->device = FAST_HOST;
+  v->torch = v->torch_cuda = 0;
+  v->readonly = buf->readonly;
+  return v->dtype != DT_OTHER;
+}
+
+/* An attribute (or, with call, a method's result) that must be a bool. */
+static int fast_flag(PyObject *t, PyObject *name, int call) {
+  PyObject *r = call ? PyObject_CallMethodNoArgs(t, name) : PyObject_GetAttr(t, name);
+  if (r == NULL) {
+    PyErr_Clear();
+    return -1;
+  }
+  int flag = r == Py_True ? 1 : r == Py_False ? 0 : -1;
+  Py_DECREF(r);
+  return flag;
+}
+
+/* A C-contiguous torch tensor on the CPU or a CUDA device, of at most 2
+ * dimensions, into v. 1: read; 0: declined (any error is cleared: the
+ * Python path meets it again and raises it). */
+static int fast_tensor_view(PyObject *t, fast_view *v) {
+  PyObject *dt = PyObject_GetAttr(t, s_dtype);
+  if (dt == NULL) goto declined;
+  v->dtype = dt == fast_int64 ? DT_INT64 : dt == fast_uint64 ? DT_UINT64
+           : dt == fast_float32 ? DT_FLOAT32 : dt == fast_float16 ? DT_FLOAT16 : DT_OTHER;
+  Py_DECREF(dt);
+  if (v->dtype == DT_OTHER) return 0;
+  int cuda = fast_flag(t, s_is_cuda, 0);
+  if (cuda < 0 || (!cuda && fast_flag(t, s_is_cpu, 0) != 1)) return 0;
+  v->device = FAST_HOST;
+  if (cuda) {
+    PyObject *d = PyObject_CallMethodNoArgs(t, s_get_device);
+    if (d == NULL) goto declined;
+    long device = PyLong_AsLong(d);
+    Py_DECREF(d);
+    if (device < 0 || device > INT32_MAX) goto declined;
+    v->device = (int)device;
+  }
+  if (fast_flag(t, s_is_contiguous, 1) != 1) return 0;
+  PyObject *shape = PyObject_GetAttr(t, s_shape);
+  if (shape == NULL) goto declined;
+  int ok = PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) >= 1 && PyTuple_GET_SIZE(shape) <= 2;
+  v->ndim = ok ? (int)PyTuple_GET_SIZE(shape) : 0;
+  for (int k = 0; k < v->ndim; k++) v->shape[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+  Py_DECREF(shape);
+  if (!ok || PyErr_Occurred()) goto declined;
+  PyObject *p = PyObject_CallMethodNoArgs(t, s_data_ptr);
+  if (p == NULL) goto declined;
+  v->addr = (uintptr_t)PyLong_AsUnsignedLongLong(p);
+  Py_DECREF(p);
+  if (PyErr_Occurred()) goto declined;
+  v->torch = 1;
+  v->torch_cuda = cuda;
+  v->readonly = 0;
+  return 1;
+declined:
+  PyErr_Clear();
+  return 0;
+}
+
+/* Loads torch's facts once torch is in sys.modules. 0, or -1 with an
+ * exception (torch_facts failed, as `torch.Tensor` would in Python). */
+static int fast_load_torch(void) {
+  if (fast_tensor != NULL) return 0;
+  PyObject *torch = PyImport_GetModule(fast_torch_name);
+  if (torch == NULL) return PyErr_Occurred() ? -1 : 0;
+  PyObject *facts = PyObject_CallOneArg(fast_torch_facts, torch);
+  Py_DECREF(torch);
+  if (facts == NULL) return -1;
+  if (!PyTuple_Check(facts) || PyTuple_GET_SIZE(facts) != 6) {
+    Py_DECREF(facts);
+    PyErr_SetString(PyExc_TypeError, "fleche._fast: torch_facts must return 6 items");
+    return -1;
+  }
+  PyObject **slots[6] = {&fast_tensor, &fast_int64, &fast_uint64, &fast_float32, &fast_float16,
+                         &fast_torch_stream};
+  for (int k = 0; k < 6; k++) {
+    PyObject *item = PyTuple_GET_ITEM(facts, k);
+    *slots[k] = item == Py_None ? NULL : Py_NewRef(item);
+  }
+  Py_DECREF(facts);
+  return 0;
+}
+
+/* Reads one array: 1 read, 0 declined, -1 error. A NumPy array's buffer
+ * stays in *buf; a tensor's reference in *ref. */
+static int fast_view_of(PyObject *a, fast_view *v, Py_buffer *buf, PyObject **ref) {
+  if (fast_tensor != NULL && PyObject_TypeCheck(a, (PyTypeObject *)fast_tensor)) {
+    *ref = Py_NewRef(a);
+    return fast_tensor_view(a, v);
+  }
+  if (PyObject_TypeCheck(a, (PyTypeObject *)fast_ndarray)) return fast_numpy(a, v, buf);
+  return 0;
+}
+
+/* ------------------------------------------------------------ the call */
+
+static void fast_call_free(fast_call *c) {
+  for (Py_ssize_t k = 0; k < 2 * c->count; k++) {
+    Py_XDECREF(c->refs[k]);
+    if (c->bufs[k].obj != NULL) PyBuffer_Release(&c->bufs[k]);
+  }
+  PyMem_Free(c->q);
+}
+
+static int fast_call_alloc(fast_call *c, Py_ssize_t count) {
+  size_t bytes = (size_t)count * (sizeof(fl_table_query) + 2 * sizeof(PyObject *) +
+                                  2 * sizeof(Py_buffer));
+  char *block = PyMem_Calloc(1, bytes);
+  if (block == NULL) return -1;
+  c->q = (fl_table_query *)block;
+  c->bufs = (Py_buffer *)(block + count * sizeof(fl_table_query));
+  c->refs = (PyObject **)(block + count * (sizeof(fl_table_query) + 2 * sizeof(Py_buffer)));
+  c->count = count;
+  return 0;
+}
+
+/* The table (index, dim, dtype) of a key from Cache._keys, whose values
+ * are Cache._key_info tuples: (index, dim, dtype name, ...). 1: found; 0:
+ * declined (a key not cached yet: the Python path caches it). */
+static int fast_table(PyObject *keys, PyObject *key, uint32_t *index, Py_ssize_t *dim,
+                      fast_dtype *dtype) {
+  if (!PyUnicode_CheckExact(key) && !PyLong_CheckExact(key)) return 0;
+  PyObject *info = PyDict_GetItemWithError(keys, key);
+  if (info == NULL || !PyTuple_Check(info) || PyTuple_GET_SIZE(info) < 3) {
+    PyErr_Clear();
+    return 0;
+  }
+  *index = (uint32_t)PyLong_AsUnsignedLong(PyTuple_GET_ITEM(info, 0));
+  *dim = PyLong_AsSsize_t(PyTuple_GET_ITEM(info, 1));
+  PyObject *name = PyTuple_GET_ITEM(info, 2);
+  *dtype = !PyUnicode_Check(name) ? DT_OTHER
+           : PyUnicode_CompareWithASCIIString(name, "float32") == 0 ? DT_FLOAT32
+           : PyUnicode_CompareWithASCIIString(name, "float16") == 0 ? DT_FLOAT16 : DT_OTHER;
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
+  return *dtype != DT_OTHER;
+}
+
+/* Whether the ids and output of one table pass every check of _bind: ids
+ * uint64/int64 and 1-D, the output of the table's dtype, (n, dim) or
+ * (n*dim,), writable, device memory only on the cache's device (cache
+ * device FAST_HOST: the host backend, which takes none). */
+static int fast_accepts(const fast_view *iv, const fast_view *ov, Py_ssize_t dim,
+                        fast_dtype dtype, int cache_device) {
+  if ((iv->dtype != DT_UINT64 && iv->dtype != DT_INT64) || iv->ndim != 1) return 0;
+  Py_ssize_t n = iv->shape[0];
+  if (ov->dtype != dtype || ov->readonly) return 0;
+  int shaped = ov->ndim == 2 ? ov->shape[0] == n && ov->shape[1] == dim
+                             : ov->shape[0] == n * dim;
+  if (!shaped) return 0;
+  for (int k = 0; k < 2; k++) {
+    int d = k ? ov->device : iv->device;
+    if (d != FAST_HOST && (cache_device == FAST_HOST || d != cache_device)) return 0;
+  }
+  return 1;
+}
+
+/* The stream of stream=None (Cache._stream_source): torch's current one
+ * when the first ids, or else (host ids) the first output, is a torch CUDA
+ * tensor; else the legacy default stream. 0 or -1 with an exception. */
+static int fast_default_stream(const fast_view *first_ids, PyObject *out, int cache_device,
+                               uintptr_t *handle, int *from_torch) {
+  *handle = 0;
+  *from_torch = 0;
+  int source = first_ids->torch_cuda;
+  if (!source && first_ids->device == FAST_HOST) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *o;
+    if (PyDict_Next(out, &pos, &key, &o) && fast_tensor != NULL &&
+        PyObject_TypeCheck(o, (PyTypeObject *)fast_tensor))
+      source = fast_flag(o, s_is_cuda, 0) == 1;
+  }
+  if (!source) return 0;
+  PyObject *device = PyLong_FromLong(cache_device);
+  if (device == NULL) return -1;
+  PyObject *s = PyObject_CallOneArg(fast_torch_stream, device);
+  Py_DECREF(device);
+  if (s == NULL) return -1;
+  *handle = (uintptr_t)PyLong_AsUnsignedLongLong(s);
+  Py_DECREF(s);
+  *from_torch = 1;
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+/* query(cache, device, keys, queries, out, stream) -> the result dict (the
+ * outputs by the queries' keys), an int fl_status when fl_query failed (the
+ * caller raises with the cache's message on this thread), or None:
+ * declined, nothing done. cache: the fl_cache pointer (an int, from
+ * Handle.enter); device: the cache's CUDA ordinal, -1 on the host backend;
+ * keys: Cache._keys; stream: a cudaStream_t int, or None for the default of
+ * the arrays (as Cache._bind picks it). */
+static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 6) {
+    PyErr_SetString(PyExc_TypeError, "query: 6 arguments");
+    return NULL;
+  }
+  PyObject *keys = args[2], *queries = args[3], *out = args[4], *stream = args[5];
+  void *cache = PyLong_AsVoidPtr(args[0]);
+  long device = PyLong_AsLong(args[1]);
+  if (PyErr_Occurred()) return NULL;
+  if (device < FAST_HOST || device > INT32_MAX) {
+    PyErr_SetString(PyExc_ValueError, "query: device out of range");
+    return NULL;
+  }
+  int cache_device = (int)device;
+  if (fast_fl_query == NULL || !PyDict_CheckExact(queries) || !PyDict_CheckExact(out) ||
+      !PyDict_CheckExact(keys))
+    Py_RETURN_NONE;
+  Py_ssize_t count = PyDict_GET_SIZE(queries);
+  if (count == 0 || count > UINT32_MAX || PyDict_GET_SIZE(out) != count) Py_RETURN_NONE;
+  if (fast_load_torch() != 0) return NULL;
+  fast_call c;
+  if (fast_call_alloc(&c, count) != 0) return PyErr_NoMemory();
+  PyObject *result = PyDict_New();
+  if (result == NULL) goto fail;
+  int torch_device = 0;
+  fast_view first_ids = {0};
+  Py_ssize_t pos = 0, t = 0;
+  PyObject *key, *ids;
+  while (PyDict_Next(queries, &pos, &key, &ids)) {
+    if (t == count) goto declined; /* the dict grew under us */
+    uint32_t index;
+    Py_ssize_t dim;
+    fast_dtype dtype;
+    if (!fast_table(keys, key, &index, &dim, &dtype)) goto declined;
+    PyObject *o = PyDict_GetItemWithError(out, key);
+    if (o == NULL) {
+      PyErr_Clear();
+      goto declined;
+    }
+    fast_view iv, ov;
+    if (!fast_view_of(ids, &iv, &c.bufs[2 * t], &c.refs[2 * t]) ||
+        !fast_view_of(o, &ov, &c.bufs[2 * t + 1], &c.refs[2 * t + 1]) ||
+        !fast_accepts(&iv, &ov, dim, dtype, cache_device))
+      goto declined;
+    if (iv.device != FAST_HOST || ov.device != FAST_HOST) torch_device |= iv.torch || ov.torch;
+    if (t == 0) first_ids = iv;
+    c.q[t] = (fl_table_query){index, (const uint64_t *)iv.addr, (size_t)iv.shape[0],
+                              (void *)ov.addr};
+    if (PyDict_SetItem(result, key, o) != 0) goto fail;
+    t++;
+  }
+  if (t != count) goto declined;
+  uintptr_t handle = 0;
+  int from_torch = 0;
+  if (stream != Py_None) {
+    handle = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
+    if (PyErr_Occurred()) { /* a handle C cannot take: ctypes says why */
+      PyErr_Clear();
+      goto declined;
+    }
+  } else if (cache_device != FAST_HOST &&
+             fast_default_stream(&first_ids, out, cache_device, &handle, &from_torch) != 0) {
+    goto fail;
+  }
+  /* Cache._launch: the stream waits for torch's current one, unless it is
+   * torch's current one. */
+  if (torch_device && !from_torch) {
+    PyObject *r = PyObject_CallFunction(fast_torch_order, "Ki", (unsigned long long)handle,
+                                        cache_device);
+    if (r == NULL) goto fail;
+    Py_DECREF(r);
+  }
+  fl_status st;
+  fast_query_fn call = fast_fl_query;
+  Py_BEGIN_ALLOW_THREADS
+  st = call((fl_cache *)cache, c.q, (uint32_t)count, (void *)handle);
+  Py_END_ALLOW_THREADS
+  fast_call_free(&c);
+  if (st != FL_OK) {
+    Py_DECREF(result);
+    return PyLong_FromLong(st);
+  }
+  return result;
+declined:
+  fast_call_free(&c);
+  Py_XDECREF(result);
+  Py_RETURN_NONE;
+fail:
+  fast_call_free(&c);
+  Py_XDECREF(result);
+  return NULL;
+}
+
+/* init(ndarray, torch_facts, torch_order): the package's types and helpers. */
+static PyObject *fast_init(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *ndarray, *facts, *order;
+  if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &ndarray, &facts, &order)) return NULL;
+  Py_XSETREF(fast_ndarray, Py_NewRef(ndarray));
+  Py_XSETREF(fast_torch_facts, Py_NewRef(facts));
+  Py_XSETREF(fast_torch_order, Py_NewRef(order));
+  Py_RETURN_NONE;
+}
+
+/* use_query(address) -> the previous address: the fl_query that query()
+ * calls (the package's libfleche; tests put a spy there). */
+static PyObject *fast_use_query(PyObject *self, PyObject *address) {
+  (void)self;
+  void *fn = PyLong_AsVoidPtr(address);
+  if (PyErr_Occurred()) return NULL;
+  PyObject *previous = PyLong_FromVoidPtr((void *)fast_fl_query);
+  fast_fl_query = (fast_query_fn)fn;
+  return previous;
+}
+
+static PyMethodDef fast_methods[] = {
+    {"query", (PyCFunction)(void (*)(void))fast_query, METH_FASTCALL,
+     "query(cache, device, keys, queries, out, stream): Cache.query's fast path"},
+    {"init", fast_init, METH_VARARGS, "init(ndarray, torch_facts, torch_order)"},
+    {"use_query", fast_use_query, METH_O, "use_query(address) -> previous fl_query address"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fast_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "fleche._fast",
+    .m_doc = "Cache.query's per-table work in C",
+    .m_size = -1,
+    .m_methods = fast_methods,
+};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+  PyObject **names[] = {&s_dtype, &s_is_cuda, &s_is_cpu, &s_get_device, &s_is_contiguous,
+                        &s_shape, &s_data_ptr, &fast_torch_name};
+  const char *text[] = {"dtype", "is_cuda", "is_cpu", "get_device", "is_contiguous",
+                        "shape", "data_ptr", "torch"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    *names[k] = PyUnicode_InternFromString(text[k]);
+    if (*names[k] == NULL) return NULL;
+  }
+  return PyModule_Create(&fast_module);
+}

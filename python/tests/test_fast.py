@@ -1,0 +1,105 @@
+"""fleche._fast, Cache.query's C path, against the Python path it stands in
+for (Cache._bind): every call C accepts, _bind accepts with the same
+fl_table_query entries and the same result; every call _bind refuses, C
+declines (so the error is raised by Python, with its message); and the usual
+calls (NumPy arrays, torch CPU tensors) are accepted. C's fl_query is a spy
+here: nothing runs."""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import fleche
+from fleche import _fast
+
+N = 5
+
+
+@pytest.fixture
+def spans():
+    """The fl_table_query entries of each fl_query that _fast calls (a spy
+    returning FL_OK)."""
+    calls = []
+
+    def query(cache, queries, n, stream):
+        qs = (fleche._lib.fl_table_query * n).from_address(queries)
+        calls.append([w for q in qs for w in (q.table, q.ids or 0, q.n, q.out or 0)])
+        return 0
+
+    spy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                           ctypes.c_void_p)(query)
+    previous = _fast.use_query(ctypes.cast(spy, ctypes.c_void_p).value)
+    yield calls
+    _fast.use_query(previous)
+
+
+def outcome(cache, spans, queries, out) -> str:
+    """"accepted" (by both, the same entries and result), "declined" (by C,
+    accepted by Python) or "refused" (by both: Python raises)."""
+    try:
+        b = cache._bind(queries, out, None)  # also caches the keys, as a first query does
+    except fleche.Error:
+        b = None
+    got = _fast.query(cache._h.ptr, cache._fast_device, cache._keys, queries, out, None)
+    if b is None:
+        assert got is None, "C accepted a call that Python refuses"
+        return "refused"
+    if got is None:
+        return "declined"
+    assert spans[-1] == list(b.words)
+    assert list(got) == list(b.result) and all(got[k] is b.result[k] for k in got)
+    return "accepted"
+
+
+def numpy_cases():
+    ids = np.arange(N, dtype=np.uint64)
+    out = np.empty((N, 16), np.float32)
+    item_out = np.empty(N * 32, np.float16)
+    readonly = np.empty((N, 16), np.float32)
+    readonly.flags.writeable = False
+    return [
+        ("uint64, 2-D and flat outputs", {"user": ids, "item": ids}, {"user": out, "item": item_out},
+         "accepted"),
+        ("int64 ids, index keys", {0: ids.astype(np.int64)}, {0: out}, "accepted"),
+        ("empty ids", {"user": ids[:0]}, {"user": out[:0]}, "accepted"),
+        ("big-endian ids", {"user": ids.astype(">u8")}, {"user": out}, "declined"),
+        ("int32 ids", {"user": ids.astype(np.int32)}, {"user": out}, "refused"),
+        ("float ids", {"user": ids.astype(np.float64)}, {"user": out}, "refused"),
+        ("2-D ids", {"user": ids.reshape(N, 1)}, {"user": out}, "refused"),
+        ("strided ids", {"user": np.arange(2 * N, dtype=np.uint64)[::2]}, {"user": out},
+         "refused"),
+        ("fp16 output of an fp32 table", {"user": ids}, {"user": np.empty((N, 16), np.float16)},
+         "refused"),
+        ("wrong output shape", {"user": ids}, {"user": out[:, :15]}, "refused"),
+        ("Fortran-order output", {"user": ids}, {"user": np.asfortranarray(out)}, "refused"),
+        ("read-only output", {"user": ids}, {"user": readonly}, "refused"),
+        ("a list of ids", {"user": [1, 2]}, {"user": out[:2]}, "refused"),
+        ("unknown table", {"nope": ids}, {"nope": out}, "refused"),
+        ("no output for a table", {"user": ids, "ad": ids}, {"user": out}, "refused"),
+        ("an output for a table not queried", {"user": ids},
+         {"user": out, "ad": np.empty((N, 4), np.float32)}, "refused"),
+    ]
+
+
+@pytest.mark.parametrize("case", numpy_cases(), ids=lambda c: c[0])
+def test_numpy(cache, spans, case):
+    _, queries, out, want = case
+    assert outcome(cache, spans, queries, out) == want
+
+
+def test_torch_cpu(cache, spans):
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    ids = torch.arange(N, dtype=torch.int64)
+    out = torch.empty((N, 16))
+    cases = [
+        ({"user": ids}, {"user": out}, "accepted"),
+        ({"item": ids}, {"item": torch.empty(N * 32, dtype=torch.float16)}, "accepted"),
+        ({"user": ids}, {"user": np.empty((N, 16), np.float32)}, "accepted"),  # mixed kinds
+        ({"user": ids.to(torch.int32)}, {"user": out}, "refused"),
+        ({"user": torch.arange(2 * N)[::2]}, {"user": out}, "refused"),
+        ({"user": ids}, {"user": torch.empty((16, N)).t()}, "refused"),
+        ({"user": ids}, {"user": out.to(torch.float16)}, "refused"),
+        ({"user": ids}, {"user": torch.empty((N, 15))}, "refused"),
+    ]
+    assert [outcome(cache, spans, q, o) for q, o, _ in cases] == [want for _, _, want in cases]
