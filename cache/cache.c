@@ -30,6 +30,7 @@ void fl_config_default(fl_config *cfg) {
   cfg->low_watermark = 0.80;
   cfg->seed = 0x5eed;
   cfg->missing = FL_MISSING_ZERO;
+  cfg->zero_copy_rows = FL_ZERO_COPY_AUTO;
 }
 
 static fl_status check_config(const fl_config *cfg) {
@@ -438,6 +439,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->gpu_ns_index = (double)stat_of(m, FL_STAT_GPU_NS_INDEX);
   out->gpu_ns_hit_copy = (double)stat_of(m, FL_STAT_GPU_NS_HIT_COPY);
   out->zero_copy_rows = stat_of(m, FL_STAT_ZERO_COPY_ROWS);
+  out->zero_copy_limit = c->fixed.cuda ? c->fixed.cuda->zc_limit : 0;
   out->rounds_shed = stat_of(m, FL_STAT_ROUNDS_SHED);
   out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);
   out->slabs_recycled = stat_of(m, FL_STAT_SLABS_RECYCLED);

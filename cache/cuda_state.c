@@ -82,8 +82,18 @@ static fl_status zero_copy_setup(fl_cache *c) {
   for (uint32_t t = 0; t < c->fixed.n_tables; t++)
     s->zc_rows[t] = device_address(fl_store_dense_rows(c->fixed.store, t));
   s->zc_seq = device_address(fl_store_seq_stripes(c->fixed.store));
-  s->zc_limit = s->zc_seq ? c->fixed.cfg.zero_copy_rows : 0;
+  uint64_t asked = c->fixed.cfg.zero_copy_rows;
+  s->zc_limit = s->zc_seq && asked != FL_ZERO_COPY_AUTO ? asked : 0;
   return FL_OK;
+}
+
+void fl_cuda_state_unmap(fl_cache *c) {
+  fl_cuda_state *s = c->fixed.cuda;
+  if (s->zc_rows) fl_store_unmap_rows(c->fixed.store);
+  free(s->zc_rows);
+  s->zc_rows = NULL;
+  s->zc_seq = NULL;
+  s->zc_limit = 0;
 }
 
 fl_status fl_cuda_state_create(fl_cache *c) {
@@ -131,8 +141,7 @@ void fl_cuda_state_destroy(fl_cache *c) {
   cudaFree(s->m_dev);
   cudaFreeHost(s->m_host);
   if (s->maint) cudaStreamDestroy((cudaStream_t)s->maint);
-  if (s->zc_rows) fl_store_unmap_rows(c->fixed.store);
-  free(s->zc_rows);
+  fl_cuda_state_unmap(c);
   free(s->scratch);
   free(s->free_events);
   pthread_mutex_destroy(&s->events_lock);

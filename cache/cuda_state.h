@@ -57,7 +57,8 @@ typedef struct fl_cuda_state {
   fl_scratch *scratch;         /* query scratch sets */
   size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
   /* Zero-copy reads (fusion/zero_copy.h): the most qualifying rows a batch
-   * reads in place (0: none, the store not mapped), per table its dense rows
+   * reads in place (0: none, the store not mapped; with FL_ZERO_COPY_AUTO,
+   * 0 until fusion/zc_calibrate.c sets it at create), per table its dense rows
    * as the device sees them (fl_zc_table layout: NULL when not readable),
    * and the store's seqlock stripes, device-mapped. */
   uint64_t zc_limit;
@@ -70,6 +71,9 @@ typedef struct fl_cuda_state {
  * queries then gather every miss on the host). */
 fl_status fl_cuda_state_create(struct fl_cache *c);
 void fl_cuda_state_destroy(struct fl_cache *c);
+/* Undoes the mapping: no batch reads in place from here on. Before the
+ * cache's first query only. */
+void fl_cuda_state_unmap(struct fl_cache *c);
 /* Waits for all work the cache enqueued (maintenance and scratch users). */
 void fl_cuda_state_sync(struct fl_cache *c);
 /* Reclamation hooks (ctx is the cache). */

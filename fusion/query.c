@@ -1,7 +1,7 @@
 /* query.c: fl_query: validates a request, splits it into part batches (one for
  * the flat layout, one per table for the per-table baseline) and runs the
  * backend's engine on each; fl_cache_create: the cache, with the query
- * kernels loaded. */
+ * kernels loaded and its zero-copy limit calibrated. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +11,7 @@
 #include "dram_store/store_internal.h"
 #include "fusion/query.h"
 #include "fusion/query_kernels.h"
+#include "fusion/zc_calibrate.h"
 
 fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
   if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
@@ -68,6 +69,7 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
   /* The query kernels load now: lazy module loading would load each at its
    * first launch, inside whichever query meets it. */
   st = fl_load_module(NULL, "the query kernels", fl_query_kernels_load);
+  if (st == FL_OK) st = fl_zc_calibrate(*out);
   if (st == FL_OK) return FL_OK;
   fl_cache_destroy(*out);
   *out = NULL;

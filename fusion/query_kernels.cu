@@ -11,6 +11,8 @@
 namespace {
 
 constexpr int kThreads = 256;
+// Blocks of the zero-copy reads per arg (and of their calibration's).
+constexpr unsigned kZeroCopyBlocksPerArg = 8;
 
 // Loads the scan into shared memory; returns the block's copy.
 __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint32_t n) {
@@ -275,6 +277,21 @@ __global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out
   }
 }
 
+// The calibration's reads in place (zc_calibrate.c): rows `ids` of one
+// table, split into gridDim.x equal stretches that stand for a batch's args,
+// read as the zero-copy kernel reads an arg's misses (its grid's shape, one
+// warp a row, under the seqlocks) into dst.
+__global__ void zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
+                         const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst) {
+  const unsigned lane = threadIdx.x & 31u, warps = blockDim.x / 32;
+  const uint32_t hi = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
+  for (uint32_t r = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x) + blockIdx.y * warps +
+                    threadIdx.x / 32;
+       r < hi; r += gridDim.y * warps)
+    seq_copy(dst + (uint64_t)r * vec_bytes, rows + ids[r] * vec_bytes, vec_bytes,
+             seq + fl_seq_stripe(table, ids[r]), lane);
+}
+
 // The scatter of a batch whose unique rows the zero-copy kernel read, every
 // one of them (in a prepared query's graph, after that kernel): a batch
 // with rows for the host to gather is left to the gated scatter (or, with
@@ -442,10 +459,20 @@ extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl
   // Blocks per arg: 64 warps, each reading one row at a time over PCIe
   // (three dependent reads, about a microsecond each).
   void *params[] = {&args, &n_args, &m, &zc, &limit, &seq, &stage_base, &staging};
-  return (int)fl_launch_kernel(to, (const void *)zero_copy, dim3(n_args, 8), kThreads, 0, params);
+  return (int)fl_launch_kernel(to, (const void *)zero_copy, dim3(n_args, kZeroCopyBlocksPerArg),
+                               kThreads, 0, params);
+}
+
+extern "C" int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
+                                  const uint64_t *ids, uint32_t n, uint32_t n_args,
+                                  const uint32_t *seq, uint8_t *dst, void *stream) {
+  if (n == 0 || n_args == 0) return 0;
+  void *params[] = {&rows, &table, &vec_bytes, &ids, &n, &seq, &dst};
+  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)zc_probe,
+                               dim3(n_args, kZeroCopyBlocksPerArg), kThreads, 0, params);
 }
 
 extern "C" int fl_query_kernels_load(void) {
-  const void *kernels[] = {(const void *)fused_index, (const void *)copy_hits, (const void *)scatter, (const void *)zero_copy, (const void *)scatter_in_place, (const void *)gate_wait, (const void *)gated_scatter};
+  const void *kernels[] = {(const void *)fused_index, (const void *)copy_hits, (const void *)scatter, (const void *)zero_copy, (const void *)zc_probe, (const void *)scatter_in_place, (const void *)gate_wait, (const void *)gated_scatter};
   return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
 }

@@ -52,6 +52,13 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
 int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
                         const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
                         uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
+/* The calibration's reads in place (zc_calibrate.c): rows ids[0..n) of one
+ * table (rows: its dense rows as the device sees them, vec_bytes each) into
+ * dst (device), by the zero-copy kernel's grid for a batch of n_args args,
+ * the n rows split evenly between them. */
+int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
+                       const uint64_t *ids, uint32_t n, uint32_t n_args, const uint32_t *seq,
+                       uint8_t *dst, void *stream);
 /* After fl_launch_zero_copy: the scatter of a batch whose unique rows were
  * all read in place, decided on the device (nothing when the host has rows
  * to gather: its own scatter follows them). */

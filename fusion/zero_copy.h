@@ -7,6 +7,9 @@
  * most `limit` of its unique rows qualify (cfg.zero_copy_rows): reading in
  * place costs a PCIe round trip per row, cheap for a few rows, while the
  * host gather's fixed costs (waking threads, an upload) pay off for many.
+ * By default (FL_ZERO_COPY_AUTO) the cache picks `limit` itself: it times
+ * both paths on its own store at create (zc_calibrate.c) and takes the
+ * count where reading in place stops paying (fl_zc_limit_of).
  * The engine decides from the published counters and launches the
  * zero-copy kernel (query_kernels.cu) only then; the host still gathers
  * what does not qualify (hashed ids, unified-index pointers) into the same
@@ -36,6 +39,31 @@ FL_HD int fl_zc_take(uint64_t rows, uint64_t limit) { return rows > 0 && rows <=
  * qualify for the device path. */
 FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
   return fl_zc_take(qualify, limit) ? all - qualify : all;
+}
+
+/* The limit from both paths timed at the same row counts rows[0..n)
+ * (ascending): zc_ns and host_ns, each fetch's ns. In place pays where
+ * d = host - zc >= 0. The limit is the count where d turns negative after
+ * its first stretch of non-negative points, at most `cap`: between two
+ * points d is taken as a line; past the last point, the last segment's
+ * line goes on (the cap when d does not fall). 0 when in place pays at no
+ * point. A batch takes the device path for its few rows, never for its
+ * many (fl_zc_take), so counts below the first paying point follow it too:
+ * there both paths cost about a launch and a synchronization. */
+FL_HD uint64_t fl_zc_limit_of(const double *rows, const double *zc_ns, const double *host_ns,
+                              int n, uint64_t cap) {
+  int i = 0;
+  while (i < n && host_ns[i] < zc_ns[i]) i++;
+  if (i == n) return 0;
+  while (i + 1 < n && host_ns[i + 1] >= zc_ns[i + 1]) i++;
+  /* d falls from d_i >= 0 at rows[i] along the segment (j, i + 1 or i). */
+  int j = i + 1 < n ? i : i - 1;
+  if (j < 0) return cap; /* one point, where in place pays */
+  double d0 = host_ns[j] - zc_ns[j], d1 = host_ns[j + 1] - zc_ns[j + 1];
+  double slope = (d1 - d0) / (rows[j + 1] - rows[j]);
+  if (slope >= 0.0) return cap;
+  double at = rows[i] + (host_ns[i] - zc_ns[i]) / -slope;
+  return at >= (double)cap ? cap : (uint64_t)at;
 }
 
 #endif

@@ -303,12 +303,18 @@ typedef struct fl_config {
                                dense tables (per table in the per-table layout), the GPU
                                reads them straight from the store's memory (zero-copy
                                over PCIe) instead of the host's gather; more take the
-                               host path. fl_cache_create registers the
-                               store's dense tables for device access (page-locks them)
-                               when non-zero and goes on without zero-copy reads when it
-                               cannot. Default 0: never (nothing registered); 1024 is
-                               a fit for small batches (docs/PERFORMANCE.md) */
+                               host path. Default FL_ZERO_COPY_AUTO: fl_cache_create
+                               times both paths on this store and device and takes
+                               the count where they cost the same (stats'
+                               zero_copy_limit tells it). When non-zero,
+                               fl_cache_create registers the store's dense tables for
+                               device access (page-locks them) and goes on without
+                               zero-copy reads when it cannot. 0: never (nothing
+                               registered) */
 } fl_config;
+
+/* cfg.zero_copy_rows: the cache calibrates the limit itself (the default). */
+#define FL_ZERO_COPY_AUTO UINT64_MAX
 
 /* Fills every field with its default. Thread-safe. */
 void fl_config_default(fl_config *cfg);
@@ -447,6 +453,10 @@ typedef struct fl_cache_stats {
                                  a thread pool counts the caller's share only */
   uint64_t zero_copy_rows;    /* CUDA: of unique_misses, rows the GPU read from the store in
                                  place (cfg.zero_copy_rows) */
+  uint64_t zero_copy_limit;   /* CUDA: the most distinct dense misses a batch reads in place:
+                                 cfg.zero_copy_rows, or the calibrated count under
+                                 FL_ZERO_COPY_AUTO; 0 when none are (host backend, nothing
+                                 mapped) */
   uint64_t rounds_shed;       /* CUDA: admission rounds dropped before they started, because
                                  a newer batch's round for the same part came first: those
                                  batches' misses were answered but not admitted */

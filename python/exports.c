@@ -161,6 +161,7 @@ static const fl_python_layout_row fl_python_layout_rows_[] = {
     FL_FIELD_ROW(fl_cache_stats, gpu_ns_hit_copy),
     FL_FIELD_ROW(fl_cache_stats, ns_miss_host_cpu),
     FL_FIELD_ROW(fl_cache_stats, zero_copy_rows),
+    FL_FIELD_ROW(fl_cache_stats, zero_copy_limit),
     FL_FIELD_ROW(fl_cache_stats, rounds_shed),
     FL_FIELD_ROW(fl_cache_stats, rounds_starved),
     FL_FIELD_ROW(fl_cache_stats, slabs_recycled),

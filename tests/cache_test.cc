@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -179,6 +180,9 @@ class CacheTest : public testing::TestWithParam<Param> {
     EXPECT_EQ(fl_cache_stats_get(c, &s, nullptr, 0), FL_OK);
     return s;
   }
+
+  // ConcurrentUpdatesNeverServeTornOrStaleRows with this zero-copy limit.
+  void ConcurrentUpdates(uint64_t zero_copy_rows);
 
   // A prepared query answers as fl_query would, run after run (the CUDA
   // index phase a graph), misses gathered by the host or, with
@@ -974,9 +978,20 @@ TEST_P(CacheTest, ConcurrentCallersWithEvictions) {
 // every element, exact in fp32), never older than the version complete when
 // the query began. The writer goes on until the reader has seen 20 queries
 // during which a write completed (10 s at most), so the race is shown run.
+// CUDA: the invalidated rows are read in place under the writer; with a
+// limit of 24 rows the reader switches paths from query to query (its
+// 16-row queries read in place, its 64-row ones mostly have the host gather
+// them).
 TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
+  for (uint64_t limit : {1024ull, 24ull}) {
+    SCOPED_TRACE("zero_copy_rows " + std::to_string(limit));
+    ConcurrentUpdates(limit);
+  }
+}
+
+void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   fl_config cfg = Config(4 << 20, 1.0);
-  cfg.zero_copy_rows = 1024;  // CUDA: invalidated rows are read in place
+  cfg.zero_copy_rows = zero_copy_rows;
   fl::Cache c = MakeCache(cfg);
   ASSERT_NE(c, nullptr);
   const size_t kRows = 64, kDim = 64;
@@ -1003,11 +1018,12 @@ TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
   while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
     std::fill(out.begin(), out.end(), -1.0f);
     const int before = version.load();
-    fl_table_query q = {2, ids.data(), ids.size(), out.data()};
+    const size_t n = queries % 2 ? kRows : 16;
+    fl_table_query q = {2, ids.data(), n, out.data()};
     FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
     overlapped += version.load() != before;
     queries++;
-    for (size_t r = 0; r < kRows; r++) {
+    for (size_t r = 0; r < n; r++) {
       const float v0 = out[r * kDim];
       for (size_t j = 1; j < kDim; j++) torn += out[r * kDim + j] != v0;
       const int value = (int)v0;
@@ -1019,8 +1035,8 @@ TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
     }
   }
   // CUDA: the invalidated rows were read in place under the writer (counted
-  // before the query after it).
-  const uint64_t in_place = Stats(c.get()).zero_copy_rows;
+  // before the query after it), and with the small limit gathered too.
+  const fl_cache_stats during = Stats(c.get());
   stop = true;
   writer.join();
   EXPECT_EQ(write_failures.load(), 0);
@@ -1036,7 +1052,8 @@ TEST_P(CacheTest, ConcurrentUpdatesNeverServeTornOrStaleRows) {
   for (size_t r = 0; r < kRows; r++)
     ASSERT_EQ(out[r * kDim + kDim - 1], (float)(last * 64 + (int)r)) << "row " << r;
   if (GetParam().backend == FL_BACKEND_CUDA) {
-    EXPECT_GT(in_place, 0u);
+    EXPECT_GT(during.zero_copy_rows, 0u);
+    if (zero_copy_rows < kRows) EXPECT_GT(during.unique_misses, during.zero_copy_rows);
   }
 }
 
@@ -1165,6 +1182,42 @@ TEST_P(CacheTest, ZeroCopyReadsFewDenseMissesInPlace) {
     for (int batch = 0; batch < 6; batch++)
       QueryAndCheck(c.get(), Ids(rng, batch % 2 ? 40 : 400), nullptr, cuda && (batch & 1));
   }
+}
+
+// By default (FL_ZERO_COPY_AUTO) a CUDA cache times both miss paths at
+// create and reports the limit it took (a set limit is reported as set);
+// a batch with at most that many distinct dense misses reads them in place,
+// one with more has the host gather them all. Every answer is the store's.
+// The host backend reads nothing in place.
+TEST_P(CacheTest, ZeroCopyLimitIsCalibratedByDefault) {
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  fl_config cfg = Config(8 << 20, 0.0);  // admit nothing: every lookup misses
+  ASSERT_EQ(cfg.zero_copy_rows, FL_ZERO_COPY_AUTO);
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  const uint64_t limit = Stats(c.get()).zero_copy_limit;
+  if (!cuda) {
+    EXPECT_EQ(limit, 0u);
+  }
+  std::printf("zero_copy_limit %llu\n", (unsigned long long)limit);
+  // k distinct misses of the wide dense table alone (its own part batch in
+  // the per-table layout too).
+  auto in_place_of = [&](uint64_t k) {
+    std::vector<std::vector<uint64_t>> ids(tables_.size());
+    for (uint64_t i = 0; i < k; i++) ids[2].push_back(i);
+    uint64_t before = Stats(c.get()).zero_copy_rows;
+    QueryAndCheck(c.get(), ids, nullptr, cuda);
+    return Stats(c.get()).zero_copy_rows - before;
+  };
+  const uint64_t wide = tables_[2].corpus_size;
+  for (uint64_t k : std::vector<uint64_t>{1, 7, limit, limit + 1}) {
+    if (k >= 1 && k <= wide)
+      EXPECT_EQ(in_place_of(k), k <= limit ? k : 0u) << k << " rows, limit " << limit;
+  }
+  cfg.zero_copy_rows = 6;
+  fl::Cache set = MakeCache(cfg);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(Stats(set.get()).zero_copy_limit, cuda ? 6u : 0u);
 }
 
 // A failed CUDA runtime call of the caller's own (here an allocation too

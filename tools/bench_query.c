@@ -9,8 +9,9 @@
  *   - the 256-sample batch with 5% of its keys missing, through fl_query,
  *     prepared and launched: before each timed run, N positions (56; --miss-per-table N)
  *     of each of the 6 largest tables get ids never queried before (dense
- *     tables); the misses read in place by the GPU (cfg.zero_copy_rows
- *     1024), then gathered by the host (0, the default: rows "host");
+ *     tables); with the default config (the cache picks the miss path,
+ *     FL_ZERO_COPY_AUTO), then read in place by the GPU (cfg.zero_copy_rows
+ *     1024: rows "zc"), then gathered by the host (0: rows "host");
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu);
@@ -55,6 +56,7 @@ typedef struct result {
   const char *layout;
   uint32_t samples;
   double hit_rate, p50_us, p99_us, call_p50_us;
+  uint64_t zero_copy_limit; /* the cache's (calibrated under the default) */
   /* p50 of the call's phases (fl_query_timing_last): setup, index, fetch */
   double phase_p50_us[3];
 } result;
@@ -175,7 +177,12 @@ static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, 
   cfg.admit_probability = 1.0;
   cfg.profile = profile;
   fl_cache *c;
+  double t0 = fl_now_s();
   if (fl_cache_create(store, &cfg, &c) != FL_OK) die("fl_cache_create", fl_cache_last_error(NULL));
+  fl_cache_stats st;
+  fl_cache_stats_get(c, &st, NULL, 0);
+  fprintf(stderr, "cache created in %.1f ms, zero_copy_limit %llu\n", 1e3 * (fl_now_s() - t0),
+          (unsigned long long)st.zero_copy_limit);
   return c;
 }
 
@@ -208,7 +215,7 @@ static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_i
   qsort(t, reps, sizeof *t, cmp_double);
   qsort(call, reps, sizeof *call, cmp_double);
   result res = {layout, b->samples, (double)st.hits / (double)st.lookups, t[reps / 2],
-                t[(int)(reps * 0.99)], call[reps / 2], {0}};
+                t[(int)(reps * 0.99)], call[reps / 2], st.zero_copy_limit, {0}};
   for (int k = 0; k < 3; k++) {
     qsort(phase + k * reps, reps, sizeof *phase, cmp_double);
     res.phase_p50_us[k] = phase[k * reps + reps / 2];
@@ -262,7 +269,7 @@ static void make_model(model *m, double scale) {
 
 /* What the run measured, for the table and the JSON. */
 typedef struct findings {
-  result res[16];
+  result res[24];
   int n_res;
   double small_index_us, small_copy_us; /* device time per small all-hit batch */
   double index_us, copy_us;             /* the same, big batch */
@@ -282,27 +289,29 @@ static void all_hit_latency(const model *m, const opts *o, batch *big, batch *sm
   const char *names_l[4] = {"flat", "per-table", "prepared", "launched"};
   const int asks[4] = {ASK_QUERY, ASK_QUERY, ASK_RUN, ASK_LAUNCH};
   for (int l = 0; l < 4; l++) {
-    fl_cache *c = make_cache(m->store, layouts[l], o->budget, 0, 0);
+    fl_cache *c = make_cache(m->store, layouts[l], o->budget, 0, FL_ZERO_COPY_AUTO);
     f->res[f->n_res++] = measure(c, big, names_l[l], asks[l], NULL, o->reps, s);
     fl_cache_destroy(c);
-    c = make_cache(m->store, layouts[l], o->budget, 0, 0);
+    c = make_cache(m->store, layouts[l], o->budget, 0, FL_ZERO_COPY_AUTO);
     f->res[f->n_res++] = measure(c, small, names_l[l], asks[l], NULL, o->reps, s);
     fl_cache_destroy(c);
   }
 }
 
-/* The 5%-miss small batch, flat, through fl_query and prepared: its 336
- * distinct misses read in place by the GPU (zero_copy_rows 1024), then
- * gathered by the host (0). Leaves the batch's ids all hits again. */
+/* The 5%-miss small batch, flat, through fl_query, prepared and launched:
+ * its 336 distinct misses on the path the cache picks (the default), read
+ * in place by the GPU (zero_copy_rows 1024), gathered by the host (0).
+ * Leaves the batch's ids all hits again. */
 static void miss_latency(const model *m, const opts *o, batch *small, cudaStream_t s,
                          findings *f) {
   cold_ids cold;
   double miss_pct = 100.0 * MISS_TABLES * o->miss_per_table / (small->samples * N_TABLES);
-  static char names_m[6][32];
-  const char *kind[3] = {"flat", "prep", "launch"};
-  for (int i = 0; i < 6; i++) {
-    snprintf(names_m[i], sizeof names_m[i], "%s %.1f%%%s", kind[i % 3], miss_pct, i < 3 ? "" : " host");
-    fl_cache *c = make_cache(m->store, FL_LAYOUT_FLAT, o->budget, 0, i < 3 ? 1024 : 0);
+  static char names_m[9][32];
+  const char *kind[3] = {"flat", "prep", "launch"}, *path[3] = {"", " zc", " host"};
+  const uint64_t limit[3] = {FL_ZERO_COPY_AUTO, 1024, 0};
+  for (int i = 0; i < 9; i++) {
+    snprintf(names_m[i], sizeof names_m[i], "%s %.1f%%%s", kind[i % 3], miss_pct, path[i / 3]);
+    fl_cache *c = make_cache(m->store, FL_LAYOUT_FLAT, o->budget, 0, limit[i / 3]);
     /* Never queried by this cache, a new one: each case starts from the
      * tables' ends again (one count shared by the six cases would run out
      * of ids above --reps 400). */
@@ -386,13 +395,14 @@ static void print_findings(const char *gpu, const opts *o, const findings *f) {
   double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
   printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
          gpu, o->scale, DIM, o->budget / 1048576.0, o->reps);
-  printf("%-10s %8s %8s %8s %10s %10s %12s %12s %20s\n", "layout", "samples", "keys", "hit%", "p50 us",
-         "p99 us", "Mkeys/s p50", "call p50 us", "setup/index/fetch us");
+  printf("%-16s %8s %8s %8s %10s %10s %12s %12s %20s %9s\n", "layout", "samples", "keys", "hit%",
+         "p50 us", "p99 us", "Mkeys/s p50", "call p50 us", "setup/index/fetch us", "zc limit");
   for (int i = 0; i < f->n_res; i++)
-    printf("%-10s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f %6.1f/%6.1f/%6.1f\n", res[i].layout,
-           res[i].samples, res[i].samples * N_TABLES, 100 * res[i].hit_rate, res[i].p50_us,
-           res[i].p99_us, res[i].samples * N_TABLES / res[i].p50_us, res[i].call_p50_us,
-           res[i].phase_p50_us[0], res[i].phase_p50_us[1], res[i].phase_p50_us[2]);
+    printf("%-16s %8u %8u %8.2f %10.1f %10.1f %12.1f %12.1f %6.1f/%6.1f/%6.1f %9llu\n",
+           res[i].layout, res[i].samples, res[i].samples * N_TABLES, 100 * res[i].hit_rate,
+           res[i].p50_us, res[i].p99_us, res[i].samples * N_TABLES / res[i].p50_us,
+           res[i].call_p50_us, res[i].phase_p50_us[0], res[i].phase_p50_us[1],
+           res[i].phase_p50_us[2], (unsigned long long)res[i].zero_copy_limit);
   printf("per-table / flat p50: 16384 samples %.2fx, 256 samples %.2fx\n", res[2].p50_us / res[0].p50_us,
          res[3].p50_us / res[1].p50_us);
   printf("probe, %llu keys, index load %.3f (%llu entries / %llu slots):\n",
@@ -422,10 +432,10 @@ static void write_json(const char *gpu, const opts *o, const findings *f) {
   for (int i = 0; i < f->n_res; i++)
     fprintf(out, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
             "\"p99_us\": %.2f, \"call_p50_us\": %.2f, \"setup_p50_us\": %.2f, "
-            "\"index_p50_us\": %.2f, \"fetch_p50_us\": %.2f}",
+            "\"index_p50_us\": %.2f, \"fetch_p50_us\": %.2f, \"zero_copy_limit\": %llu}",
             i ? ", " : "", res[i].layout, res[i].samples, res[i].hit_rate, res[i].p50_us,
             res[i].p99_us, res[i].call_p50_us, res[i].phase_p50_us[0], res[i].phase_p50_us[1],
-            res[i].phase_p50_us[2]);
+            res[i].phase_p50_us[2], (unsigned long long)res[i].zero_copy_limit);
   fprintf(out, "], \"probe\": {\"keys\": %llu, \"load\": %.4f, \"index_us\": %.2f, \"baseline_us\": %.2f, "
           "\"ratio\": %.4f, \"copy_us\": %.2f}, \"small_index_us\": %.2f, \"small_copy_us\": %.2f",
           (unsigned long long)BIG_KEYS, load_of(f), f->index_us, f->base_ms * 1e3, ours_gkps / base_gkps,

@@ -12,7 +12,7 @@ package as libfleche.so. Foreign calls release the GIL.
 See docs/PYTHON.md in the repository.
 """
 
-from ._cache import Cache
+from ._cache import ZERO_COPY_AUTO, Cache
 from ._encoding import Encoding, TableCode
 from ._lib import cuda_device_count, library_path, version
 from ._prepared import PreparedQuery
@@ -39,5 +39,5 @@ __all__ = [
     "Cache", "CacheStats", "CacheTableStats", "PreparedQuery", "Store", "StoreTableStats", "Table",
     "Encoding", "TableCode", "cuda_device_count", "synthetic_value", "version", "library_path",
     "Error", "InvalidArgument", "OutOfRange", "NotFound", "OutOfMemory", "CudaError",
-    "NoDevice", "IoError", "FormatError", "Unsupported", "Unavailable",
+    "NoDevice", "IoError", "FormatError", "Unsupported", "Unavailable", "ZERO_COPY_AUTO",
 ]

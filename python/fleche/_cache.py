@@ -29,6 +29,8 @@ class _NoTensor:
 
 _ABSENT = object()  # query(): no output given for a table
 
+ZERO_COPY_AUTO = (1 << 64) - 1  # FL_ZERO_COPY_AUTO: Cache(zero_copy_rows=...) calibrated at create
+
 _fast.init(np.ndarray, torch_facts, torch_order)
 _fast.use_query(ctypes.cast(L.fl_query, ctypes.c_void_p).value)
 
@@ -43,8 +45,10 @@ class Cache(_Owner):
     Keyword arguments map to fl_config fields; None keeps the library default
     (fl_config_default): budget_bytes 1 GiB, admit_probability 0.5, key_bits 64,
     max_load 0.5, watermarks 0.95/0.80, unified_entries 0, host_threads 0 (all
-    cores), seed 0x5eed, zero_copy_rows 0 (CUDA: batches with at most that many
-    distinct misses of dense tables read them in place from the store).
+    cores), seed 0x5eed, zero_copy_rows fleche.ZERO_COPY_AUTO (CUDA: batches with
+    at most that many distinct misses of dense tables read them in place from
+    the store; AUTO: the cache times both paths at create and picks the count,
+    stats().zero_copy_limit; 0: never).
     backend "auto" picks CUDA when a GPU is usable (env FL_BACKEND=host|cuda
     overrides "auto"). missing: "zero" (absent hashed ids
     answer zero vectors) or "error" (queries raise NotFound).

@@ -145,6 +145,7 @@ class fl_cache_stats(Structure):
         ("gpu_ns_hit_copy", c_double),
         ("ns_miss_host_cpu", c_double),
         ("zero_copy_rows", c_uint64),
+        ("zero_copy_limit", c_uint64),
         ("rounds_shed", c_uint64),
         ("rounds_starved", c_uint64),
         ("slabs_recycled", c_uint64),

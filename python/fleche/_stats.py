@@ -57,6 +57,7 @@ class CacheStats:
     gpu_ns_hit_copy: float
     ns_miss_host_cpu: float
     zero_copy_rows: int
+    zero_copy_limit: int
     rounds_shed: int
     rounds_starved: int
     slabs_recycled: int

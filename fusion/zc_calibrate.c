@@ -1,0 +1,149 @@
+/* zc_calibrate.c: the zero-copy limit a cache picks by itself
+ * (cfg.zero_copy_rows FL_ZERO_COPY_AUTO, zero_copy.h). At create, both miss
+ * paths fetch the same random rows of the store's largest dense table:
+ *   - in place: the zero-copy kernel's reads (fl_launch_zc_probe), launch to
+ *     stream synchronized;
+ *   - host: the store's gather into pinned staging, its upload, the stream
+ *     synchronized,
+ * at row counts from 64 to 4,096 (fewer for wide rows), each the median of
+ * a few runs, alternating paths; the limit is the count where reading in
+ * place stops paying (fl_zc_limit_of). The in-place reads are bound by
+ * latency until every warp has a row, then by PCIe's request rate; the
+ * host's by its gather and the upload: neither is one line, hence the
+ * points. Both include the launch or copy and the synchronization that the
+ * query pays on either path, so they compare like for like; the scatter
+ * that follows is the same on both and left out.
+ * A few ms, once per cache, on the device and store it serves. Failures
+ * are fl_cache_create's (recorded for no handle, as its others are). */
+#include "fusion/zc_calibrate.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "cache/cuda_state.h"
+#include "common/clock.h"
+#include "common/cuda_check.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "fusion/query_kernels.h"
+
+/* Row counts 64 * 4^k, up to this many rows and bytes of them. */
+enum { ROWS_FIRST = 64, ROWS_MAX = 4096, POINTS_MAX = 4, RUNS = 3 };
+#define FL_ZC_PROBE_BYTES (16ull << 20)
+/* Limits beyond this are taken as "always in place": no batch's distinct
+ * misses come near it. */
+#define FL_ZC_LIMIT_CAP (1ull << 24)
+
+typedef struct probe {
+  const fl_cache_fixed *f;
+  uint32_t table, vec_bytes, n_args; /* the table read; args the rows stand for */
+  uint32_t rows;                     /* the most rows one fetch reads */
+  uint64_t *ids;                     /* host: that many random row ids */
+  uint64_t *d_ids;                   /* device copy */
+  uint8_t *d_dst, *h_stage;          /* device destination, pinned staging */
+  cudaStream_t stream;
+} probe;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ns of one fetch of n rows by one path (in_place or the host's). */
+static fl_status time_fetch(probe *p, uint32_t n, int in_place, double *ns) {
+  const fl_cuda_state *cs = p->f->cuda;
+  uint64_t t0 = fl_now_ns();
+  if (in_place) {
+    FL_CUDA_TRY(NULL, (cudaError_t)fl_launch_zc_probe(cs->zc_rows[p->table], p->table, p->vec_bytes,
+                                                   p->d_ids, n, p->n_args, cs->zc_seq, p->d_dst,
+                                                   p->stream));
+  } else {
+    fl_table_query q = {p->table, p->ids, n, p->h_stage};
+    fl_status st = fl_store_gather(p->f->store, &q, 1, FL_MISSING_ZERO, NULL);
+    if (st != FL_OK)
+      return fl_fail(NULL, st, "calibrating zero-copy reads: the store's gather failed: %s",
+                     fl_store_last_error(p->f->store));
+    FL_CUDA_TRY(NULL, cudaMemcpyAsync(p->d_dst, p->h_stage, (size_t)n * p->vec_bytes,
+                                   cudaMemcpyHostToDevice, p->stream));
+  }
+  FL_CUDA_TRY(NULL, cudaStreamSynchronize(p->stream));
+  *ns = (double)(fl_now_ns() - t0);
+  return FL_OK;
+}
+
+/* Each path's median time at each row count up to p->rows. */
+static fl_status measure(probe *p, int *n, double *rows, double *zc_ns, double *host_ns) {
+  *n = 0;
+  for (uint32_t k = ROWS_FIRST; k <= p->rows && *n < POINTS_MAX; k *= 4, (*n)++) {
+    double t[2][RUNS + 1];
+    /* Run 0 warms both paths (the pool's threads, the TLB) and is dropped. */
+    for (int r = 0; r <= RUNS; r++)
+      for (int path = 0; path < 2; path++) {
+        fl_status st = time_fetch(p, k, path, &t[path][r]);
+        if (st != FL_OK) return st;
+      }
+    for (int path = 0; path < 2; path++) qsort(t[path] + 1, RUNS, sizeof(double), cmp_double);
+    rows[*n] = k;
+    host_ns[*n] = t[0][1 + RUNS / 2];
+    zc_ns[*n] = t[1][1 + RUNS / 2];
+  }
+  return FL_OK;
+}
+
+/* The largest dense table the device reads in place, and how many tables
+ * it can read (the args a batch's misses spread over); 0 when none. */
+static uint32_t readable_tables(const fl_cache_fixed *f, uint32_t *largest) {
+  uint32_t n = 0;
+  uint64_t best = 0;
+  for (uint32_t t = 0; t < f->n_tables; t++) {
+    fl_table_desc d;
+    if (!f->cuda->zc_rows[t] || fl_store_table(f->store, t, &d) != FL_OK) continue;
+    n++;
+    if (d.corpus_size > best) best = d.corpus_size, *largest = t;
+  }
+  return best ? n : 0;
+}
+
+static void probe_free(probe *p) {
+  if (p->stream) cudaStreamDestroy(p->stream);
+  cudaFree(p->d_ids);
+  cudaFree(p->d_dst);
+  cudaFreeHost(p->h_stage);
+  free(p->ids);
+}
+
+fl_status fl_zc_calibrate(fl_cache *c) {
+  const fl_cache_fixed *f = fl_cache_fixed_of(c);
+  fl_cuda_state *cs = f->cuda;
+  if (f->cfg.zero_copy_rows != FL_ZERO_COPY_AUTO || !cs->zc_seq) return FL_OK;
+  probe p = {.f = f};
+  p.n_args = readable_tables(f, &p.table);
+  if (!p.n_args) return FL_OK;
+  fl_table_desc d;
+  fl_store_table(f->store, p.table, &d);
+  p.vec_bytes = f->tables[p.table].vec_bytes;
+  p.rows = ROWS_MAX;
+  while (p.rows > ROWS_FIRST && (uint64_t)p.rows * p.vec_bytes > FL_ZC_PROBE_BYTES) p.rows /= 4;
+  fl_status st = FL_OK;
+  if (!(p.ids = malloc(p.rows * sizeof *p.ids)))
+    st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (uint32_t i = 0; st == FL_OK && i < p.rows; i++)
+    p.ids[i] = fl_hash2(0x2c0b, i) % d.corpus_size;
+  size_t bytes = (size_t)p.rows * p.vec_bytes;
+  if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+  if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMalloc((void **)&p.d_ids, p.rows * sizeof *p.ids));
+  if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMalloc((void **)&p.d_dst, bytes));
+  if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMallocHost((void **)&p.h_stage, bytes));
+  if (st == FL_OK)
+    st = FL_CUDA_CHECK(NULL, cudaMemcpy(p.d_ids, p.ids, p.rows * sizeof *p.ids,
+                                        cudaMemcpyHostToDevice));
+  int n = 0;
+  double rows[POINTS_MAX], zc_ns[POINTS_MAX], host_ns[POINTS_MAX];
+  if (st == FL_OK) st = measure(&p, &n, rows, zc_ns, host_ns);
+  probe_free(&p);
+  if (st != FL_OK) return st;
+  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n, FL_ZC_LIMIT_CAP);
+  /* No batch would read in place: the store's pages need not stay locked. */
+  if (!cs->zc_limit) fl_cuda_state_unmap(c);
+  return FL_OK;
+}

@@ -1,0 +1,68 @@
+// zero_copy_test.cc: the choice between reading a batch's dense misses in
+// place and the host's gather (fusion/zero_copy.h): the limit a cache
+// calibrates from the two paths' cost lines, and the take rule the engine
+// and the kernels apply with it.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+extern "C" {
+#include "fusion/zero_copy.h"
+}
+
+namespace {
+
+constexpr uint64_t kCap = 1ull << 24;
+
+// The limit from fetch times at 64, 256, 1024, 4096 rows (the first n of them).
+uint64_t Limit(std::vector<double> zc, std::vector<double> host) {
+  const double rows[] = {64, 256, 1024, 4096};
+  return fl_zc_limit_of(rows, zc.data(), host.data(), (int)zc.size(), kCap);
+}
+
+TEST(ZeroCopyLimit, WhereInPlaceStopsPaying) {
+  // In place pays at 64 and 256 rows (by 10 and 6 us) and loses at 1,024
+  // (by 2 us): d falls 8 us over 768 rows, so it reaches 0 at
+  // 256 + 6 / (8 / 768) = 832 rows.
+  EXPECT_EQ(Limit({10e3, 20e3, 60e3, 200e3}, {20e3, 26e3, 58e3, 90e3}), 832u);
+  // Exactly even at a point: still in place there.
+  EXPECT_EQ(Limit({10e3, 20e3, 60e3}, {20e3, 26e3, 60e3}), 1024u);
+}
+
+TEST(ZeroCopyLimit, SmallCountsBeforeTheFirstPayingPointFollowIt) {
+  // The host is cheaper for 64 rows (both cost about a launch and a wait),
+  // in place pays at 256 and 1,024, and stops between 1,024 and 4,096.
+  EXPECT_EQ(Limit({12e3, 14e3, 20e3, 110e3}, {11e3, 20e3, 40e3, 90e3}), 1024u + 3072u * 20 / 40);
+}
+
+TEST(ZeroCopyLimit, NeverPayingGivesZero) {
+  EXPECT_EQ(Limit({20e3, 30e3, 60e3, 200e3}, {10e3, 12e3, 20e3, 60e3}), 0u);
+  EXPECT_EQ(Limit({}, {}), 0u);
+}
+
+TEST(ZeroCopyLimit, PayingAtTheLastPointGoesOnAlongTheLastSegment) {
+  // d is 8, 4 us at 1,024 and 4,096 rows: falling 4 us over 3,072 rows, it
+  // reaches 0 at 4,096 + 3,072.
+  EXPECT_EQ(Limit({10e3, 20e3, 30e3, 60e3}, {20e3, 30e3, 38e3, 64e3}), 4096u + 3072u);
+  // Not falling: the cap.
+  EXPECT_EQ(Limit({10e3, 20e3, 30e3, 60e3}, {20e3, 30e3, 38e3, 70e3}), kCap);
+  // One point, paying: the cap.
+  EXPECT_EQ(Limit({10e3}, {20e3}), kCap);
+  // Falling too slowly to reach 0 before the cap.
+  EXPECT_EQ(Limit({10e3, 20e3}, {1e12, 1e12 - 1}), kCap);
+}
+
+TEST(ZeroCopyTake, BatchesUpToTheLimitOnly) {
+  EXPECT_FALSE(fl_zc_take(0, 500));  // nothing qualifies: nothing to read
+  EXPECT_TRUE(fl_zc_take(1, 500));
+  EXPECT_TRUE(fl_zc_take(500, 500));
+  EXPECT_FALSE(fl_zc_take(501, 500));
+  EXPECT_FALSE(fl_zc_take(1, 0));  // limit 0: never
+  // The host gathers what does not qualify, or everything when the batch
+  // does not take the device path.
+  EXPECT_EQ(fl_zc_host_rows(300, 350, 500), 50u);
+  EXPECT_EQ(fl_zc_host_rows(600, 650, 500), 650u);
+}
+
+}  // namespace
