@@ -233,14 +233,29 @@ FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
 }
 
 /* Age bucket of a slot for the eviction histogram: batches since last use,
- * clamped; the scan evicts the oldest buckets first. A timestamp after
- * `now` (a query that began after the scan read the clock touched it) is
- * the youngest, not 2^32 - 1 batches old: the scans run beside queries. */
+ * one bucket per batch up to FL_AGE_EXACT, then FL_AGE_STEPS buckets per
+ * doubling up to 2^31 batches; the scan evicts the oldest buckets first.
+ * A server's cache counts tens of thousands of small batches a second:
+ * clamped at a few hundred batches, nearly every entry would share the
+ * oldest bucket, and eviction would take them in no order (and claim the
+ * bucket's quota entry by entry). A timestamp after `now` (a query that
+ * began after the scan read the clock touched it) is the youngest, not
+ * 2^32 - 1 batches old: the scans run beside queries. */
 #define FL_AGE_BUCKETS 1024u
+#define FL_AGE_EXACT_BITS 9u
+#define FL_AGE_EXACT (1u << FL_AGE_EXACT_BITS)
+#define FL_AGE_STEP_BITS 4u
 FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
   uint32_t age = now - ts; /* wraps correctly for counters 2^31 apart */
   if (age >= 0x80000000u) return 0;
-  return age < FL_AGE_BUCKETS - 1u ? age : FL_AGE_BUCKETS - 1u;
+  if (age < FL_AGE_EXACT) return age;
+#ifdef __CUDA_ARCH__
+  uint32_t top = 31u - (uint32_t)__clz(age); /* FL_AGE_EXACT_BITS to 30 */
+#else
+  uint32_t top = 31u - (uint32_t)__builtin_clz(age);
+#endif
+  uint32_t step = (age >> (top - FL_AGE_STEP_BITS)) & ((1u << FL_AGE_STEP_BITS) - 1u);
+  return FL_AGE_EXACT + ((top - FL_AGE_EXACT_BITS) << FL_AGE_STEP_BITS) + step;
 }
 
 /* 1 when slot i holds a live entry of the given kind: the entries an

@@ -55,12 +55,33 @@ TEST(EvictPick, WantingNothingTakesNothing) {
   EXPECT_EQ(p.quota, 0u);
 }
 
-TEST(AgeBucket, BatchesSinceLastUseClamped) {
+TEST(AgeBucket, BatchesSinceLastUseExactThenPerDoubling) {
   EXPECT_EQ(fl_index_age_bucket(10, 10), 0u);
   EXPECT_EQ(fl_index_age_bucket(10, 3), 7u);
-  EXPECT_EQ(fl_index_age_bucket(5000, 3), FL_AGE_BUCKETS - 1);
+  EXPECT_EQ(fl_index_age_bucket(600, 89), 511u);
+  // Past 512 batches, 16 buckets per doubling: 512-543 is 512, 544-575 513,
+  // 1,024-1,087 is 528, 2^30.. the last octave.
+  EXPECT_EQ(fl_index_age_bucket(512, 0), 512u);
+  EXPECT_EQ(fl_index_age_bucket(543, 0), 512u);
+  EXPECT_EQ(fl_index_age_bucket(544, 0), 513u);
+  EXPECT_EQ(fl_index_age_bucket(1023, 0), 527u);
+  EXPECT_EQ(fl_index_age_bucket(1024, 0), 528u);
+  EXPECT_EQ(fl_index_age_bucket(0x7fffffffu, 0), 512u + 21u * 16u + 15u);
+  EXPECT_LT(fl_index_age_bucket(0x7fffffffu, 0), FL_AGE_BUCKETS);
   // Across the counter's wrap.
   EXPECT_EQ(fl_index_age_bucket(2, 0xfffffffeu), 4u);
+}
+
+// Older never lands in a younger bucket, and an hour of batches at 30,000
+// a second (10^8) is told from a minute (1.8 * 10^6).
+TEST(AgeBucket, OlderIsNeverYoungerAndFarAgesStayApart) {
+  uint32_t last = 0;
+  for (uint64_t age = 0; age < 0x80000000ull; age += 1 + age / 7) {
+    uint32_t b = fl_index_age_bucket((uint32_t)age, 0);
+    EXPECT_GE(b, last) << age;
+    last = b;
+  }
+  EXPECT_GT(fl_index_age_bucket(100000000u, 0), fl_index_age_bucket(1800000u, 0) + 16u);
 }
 
 // A scan reads the clock, then queries that began later touch entries with
