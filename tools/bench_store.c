@@ -61,12 +61,13 @@ static double fl_bench_loop(fl_bench_opts *o, int which, fl_store *s, fl_table_q
 static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind kind) {
   fl_table_desc d[FL_BENCH_TABLES];
   char names[FL_BENCH_TABLES][8];
-  fl_floor f = {.dim = dim};
+  fl_floor f;
+  fl_bench_offsets offset = {0};
   for (int t = 0; t < FL_BENCH_TABLES; t++) {
     uint64_t n = (uint64_t)((double)fl_criteo_rows[t] * o->scale);
     snprintf(names[t], sizeof names[t], "C%d", t + 1);
     d[t] = (fl_table_desc){names[t], n ? n : 1, dim, FL_FP32, kind};
-    f.offset[t + 1] = f.offset[t] + d[t].corpus_size;
+    offset[t + 1] = offset[t] + d[t].corpus_size;
   }
   fl_store *s = NULL;
   fl_status st = fl_store_create(d, FL_BENCH_TABLES, o->threads, &s);
@@ -74,18 +75,15 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   for (uint32_t t = 0; t < FL_BENCH_TABLES; t++)
     if ((st = fl_store_fill_synthetic(s, t, 1)) != FL_OK) fl_bench_die("fill", st, fl_store_last_error(s));
   fl_workers *w = fl_workers_create(o->threads);
-  uint64_t total = f.offset[FL_BENCH_TABLES];
-  f.data = malloc(total * dim * sizeof(float));
   size_t per_call = o->batch * FL_BENCH_TABLES;
-  f.out = malloc(per_call * dim * sizeof(float));
+  int floor_failed = !w || fl_floor_init(&f, w, offset[FL_BENCH_TABLES], dim * sizeof(float), per_call);
   float *out = malloc(per_call * dim * sizeof(float));
   uint64_t *ids = malloc(FL_BENCH_BATCHES * per_call * sizeof *ids);
   uint64_t *grows_all = malloc(FL_BENCH_BATCHES * per_call * sizeof *grows_all);
-  if (!w || !f.data || !f.out || !out || !ids || !grows_all) {
+  if (floor_failed || !out || !ids || !grows_all) {
     fprintf(stderr, "bench_store: out of memory\n");
     exit(1);
   }
-  fl_workers_for(w, total * dim, 1 << 16, fl_floor_touch, &f);
   static fl_table_query q[FL_BENCH_BATCHES][FL_BENCH_TABLES];
   uint64_t *grows[FL_BENCH_BATCHES];
   for (int k = 0; k < FL_BENCH_BATCHES; k++) {
@@ -95,7 +93,7 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
       for (size_t i = 0; i < o->batch; i++) {
         uint64_t r = fl_hash2((uint64_t)k << 40 | t, i) % d[t].corpus_size;
         qi[i] = kind == FL_IDS_DENSE ? r : fl_synthetic_id(t, r);
-        grows[k][t * o->batch + i] = f.offset[t] + r;
+        grows[k][t * o->batch + i] = offset[t] + r;
       }
       q[k][t] = (fl_table_query){t, qi, o->batch, out + t * o->batch * dim};
     }
@@ -112,12 +110,11 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
     r.store += fl_bench_loop(o, 0, s, q, w, &f, grows) / 2;
   }
   o->seconds = save;
-  if (o->sweep_runs > 0) fl_sweep_run(o, s, d, w, &f, &r.sweep);
+  if (o->sweep_runs > 0) fl_sweep_run(o, s, d, w, &f, offset, &r.sweep);
   free(grows_all);
   free(ids);
   free(out);
-  free(f.out);
-  free(f.data);
+  fl_floor_free(&f);
   fl_workers_destroy(w);
   fl_store_destroy(s);
   return r;

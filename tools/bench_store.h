@@ -1,7 +1,7 @@
 /* bench_store.h: what bench_store.c (the store against its memcpy floor at
- * one batch size), bench_store_sweep.c (the same over a sweep of rows per
- * call) and bench_store_floor.c (the floor's bodies) share: the options,
- * the floor and the sweep's results. */
+ * one batch size, floor_gather.h), bench_store_sweep.c (the same over a
+ * sweep of rows per call) and bench_store_die.c (the error exit) share: the
+ * options, the floor's table offsets and the sweep's results. */
 #ifndef FL_TOOLS_BENCH_STORE_H
 #define FL_TOOLS_BENCH_STORE_H
 
@@ -12,6 +12,7 @@
 #include "common/parallel.h"
 #include "include/fleche.h"
 #include "tools/criteo_tables.h"
+#include "tools/floor_gather.h"
 
 #define FL_BENCH_TABLES FL_CRITEO_TABLES
 /* Rows per call of the sweep. */
@@ -29,19 +30,10 @@ typedef struct fl_bench_opts {
   double sweep_seconds; /* time per run of the sweep */
 } fl_bench_opts;
 
-/* The floor: rows of all tables back to back in one array. */
-typedef struct fl_floor {
-  float *data;                   /* total_rows * dim floats */
-  uint32_t dim;                  /* floats per row */
-  uint64_t offset[FL_BENCH_TABLES + 1]; /* first row of each table; [26] = total */
-  const uint64_t *rows;          /* global row per position of the current batch */
-  float *out;                    /* batch output */
-} fl_floor;
+/* The floor's array holds the rows of all tables back to back: table t's
+ * first row is offset[t]; offset[FL_BENCH_TABLES] is the total. */
+typedef uint64_t fl_bench_offsets[FL_BENCH_TABLES + 1];
 
-/* The floor's range bodies (bench_store_floor.c): copies rows [b, e) of
- * the batch; fills elements [b, e) of the array. */
-void fl_floor_gather(void *ctx, size_t b, size_t e);
-void fl_floor_touch(void *ctx, size_t b, size_t e);
 /* Prints what failed and exits. */
 void fl_bench_die(const char *what, fl_status st, const char *msg);
 
@@ -67,10 +59,10 @@ typedef struct fl_sweep {
 } fl_sweep;
 
 /* Runs the sweep over the store s of tables d (filled) and its floor f
- * (filled; f->rows and f->out are the sweep's own meanwhile), the floor on
- * pool w. */
+ * (filled, tables at offset; f->rows and f->out are the sweep's own
+ * meanwhile), the floor on pool w. */
 void fl_sweep_run(const fl_bench_opts *o, fl_store *s, const fl_table_desc *d, fl_workers *w,
-                  fl_floor *f, fl_sweep *out);
+                  fl_floor *f, const fl_bench_offsets offset, fl_sweep *out);
 void fl_sweep_print(const fl_bench_opts *o, const fl_sweep *sw);
 /* The sweep as one JSON object. */
 void fl_sweep_json(FILE *j, const fl_sweep *sw);

@@ -25,8 +25,6 @@
 static const size_t fl_sweep_rows[FL_SWEEP_SIZES] = {1, 8, 64, 512, 4096, 32768};
 /* Rows drawn per size (more when 8 calls hold more). */
 #define FL_SWEEP_DRAWN (1u << 18)
-/* The floor pool's chunk: FL_GATHER_GRAIN of dram_store/gather.c. */
-#define FL_SWEEP_GRAIN 64
 /* The runs a point keeps at most (--sweep-runs). */
 #define FL_SWEEP_MAX_RUNS 64
 
@@ -49,14 +47,14 @@ static void fl_sweep_calls_free(fl_sweep_calls *c) {
 }
 
 static void fl_sweep_calls_make(fl_sweep_calls *c, size_t rows, const fl_table_desc *d,
-                                const fl_floor *f) {
+                                const fl_bench_offsets offset) {
   c->rows = rows;
   c->calls = rows * 8 > FL_SWEEP_DRAWN ? 8 : FL_SWEEP_DRAWN / rows;
   c->nq = rows < FL_BENCH_TABLES ? (uint32_t)rows : FL_BENCH_TABLES;
   c->q = malloc(c->calls * c->nq * sizeof *c->q);
   c->ids = malloc(c->calls * rows * sizeof *c->ids);
   c->grows = malloc(c->calls * rows * sizeof *c->grows);
-  c->out = malloc(rows * f->dim * sizeof *c->out);
+  c->out = malloc(rows * d[0].dim * sizeof *c->out);
   if (!c->q || !c->ids || !c->grows || !c->out) fl_bench_die("sweep", FL_ERR_OUT_OF_MEMORY, "calls");
   for (size_t k = 0; k < c->calls; k++) {
     size_t at = 0;
@@ -67,7 +65,7 @@ static void fl_sweep_calls_make(fl_sweep_calls *c, size_t rows, const fl_table_d
       for (size_t i = 0; i < n; i++) {
         uint64_t r = fl_hash2((uint64_t)rows << 40 ^ (uint64_t)k << 8 ^ t, i) % d[t].corpus_size;
         ids[i] = d[t].id_kind == FL_IDS_DENSE ? r : fl_synthetic_id(t, r);
-        c->grows[k * rows + at + i] = f->offset[t] + r;
+        c->grows[k * rows + at + i] = offset[t] + r;
       }
       c->q[k * c->nq + j] = (fl_table_query){t, ids, n, c->out + at * d[t].dim};
       at += n;
@@ -90,7 +88,7 @@ static double fl_sweep_loop(const fl_bench_opts *o, int way, fl_store *s, fl_wor
     } else {
       f->rows = c->grows + k * c->rows;
       if (way == FL_FLOOR_ONE) fl_floor_gather(f, 0, c->rows);
-      else fl_workers_for(w, c->rows, FL_SWEEP_GRAIN, fl_floor_gather, f);
+      else fl_workers_for(w, c->rows, FL_FLOOR_GRAIN, fl_floor_gather, f);
     }
     calls++;
     t = fl_now_s();
@@ -121,10 +119,11 @@ static double fl_sweep_run_way(const fl_bench_opts *o, int way, fl_store *s, fl_
 }
 
 static void fl_sweep_point_run(const fl_bench_opts *o, fl_store *s, const fl_table_desc *d,
-                               fl_workers *w, fl_floor *f, size_t rows, fl_sweep_point *p) {
+                               fl_workers *w, fl_floor *f, const fl_bench_offsets offset,
+                               size_t rows, fl_sweep_point *p) {
   fl_sweep_calls c;
-  fl_sweep_calls_make(&c, rows, d, f);
-  f->out = c.out; /* the floor writes where the store does: the same cache footprint */
+  fl_sweep_calls_make(&c, rows, d, offset);
+  f->out = (unsigned char *)c.out; /* the floor writes where the store does: the same cache footprint */
   double rate[FL_SWEEP_WAYS][FL_SWEEP_MAX_RUNS];
   int runs = o->sweep_runs < FL_SWEEP_MAX_RUNS ? o->sweep_runs : FL_SWEEP_MAX_RUNS;
   fl_bench_opts warm = *o;
@@ -146,14 +145,14 @@ static void fl_sweep_point_run(const fl_bench_opts *o, fl_store *s, const fl_tab
 }
 
 void fl_sweep_run(const fl_bench_opts *o, fl_store *s, const fl_table_desc *d, fl_workers *w,
-                  fl_floor *f, fl_sweep *out) {
+                  fl_floor *f, const fl_bench_offsets offset, fl_sweep *out) {
   const uint64_t *rows = f->rows;
-  float *fout = f->out;
-  out->dim = f->dim;
+  unsigned char *fout = f->out;
+  out->dim = d[0].dim;
   out->ids = d[0].id_kind == FL_IDS_DENSE ? "dense" : "hashed";
   fl_workers_costs(fl_store_workers(s), NULL, &out->costs);
   for (int i = 0; i < FL_SWEEP_SIZES; i++)
-    fl_sweep_point_run(o, s, d, w, f, fl_sweep_rows[i], &out->point[i]);
+    fl_sweep_point_run(o, s, d, w, f, offset, fl_sweep_rows[i], &out->point[i]);
   f->rows = rows;
   f->out = fout;
 }
