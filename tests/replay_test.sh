@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # replay_test.sh: end-to-end runs of //tools:replay on the host backend with
 # tiny workloads: the generator, the real Criteo sample, gen/convert, --json,
-# --plot, --compare, and the exit codes of bad traces (1) and bad usage (2).
+# --plot, --compare, the steady-state batch against its floor, and the exit
+# codes of bad traces (1) and bad usage (2).
 set -euo pipefail
 REPLAY="$1"
 CRITEO="$2"
@@ -19,6 +20,25 @@ verified() { grep -Eq '^verify: [1-9][0-9]* rows checked, 0 mismatches$' "$1"; }
 verified "$T/out.txt" || fail "verify reports 0 mismatches"
 grep -q '"mismatches": 0' "$T/r.json" || fail "json has the numbers"
 grep -q "<svg" "$T/r.svg" || fail "plot is an svg"
+
+# The steady-state batch against its floor (tools/replay_floor.c), on a
+# workload whose steady batches miss (a 1 MiB cache over 250,000 rows): the
+# floor, both its parts, the memcpy-gather rate and the ratio are positive,
+# on stdout and in the JSON.
+"$REPLAY" --tables 200000,50000 --scale 1 --batch 2048 --batches 20 --budget-bytes 1048576 \
+  --quiet --json "$T/f.json" > "$T/f.txt" || fail "floor replay"
+positive() { awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
+floor_line=$(grep '^floor of the steady-state batch: ' "$T/f.txt") || fail "replay prints the floor"
+read -r f_ms f_hit f_rows f_rate f_gather <<< "$(sed -nE 's/^floor of the steady-state batch: ([0-9.]+) ms = all-hit ([0-9.]+) ms \+ ([0-9]+) distinct misses at the memcpy-gather rate ([0-9.e+]+) rows\/s .*\) ([0-9.]+) ms; .*/\1 \2 \3 \4 \5/p' <<< "$floor_line")"
+for x in "$f_ms" "$f_hit" "$f_rows" "$f_rate" "$f_gather"; do
+  positive "$x" || fail "the floor's numbers are positive: $floor_line"
+done
+ratio=$(sed -nE 's/^steady-state batch \/ floor: ([0-9.]+)x .*/\1/p' "$T/f.txt")
+positive "$ratio" || fail "replay prints the ratio to the floor: $(grep '^steady-state batch /' "$T/f.txt")"
+for k in ms all_hit_ms gather_ms distinct_misses memcpy_rows_per_s steady_latency_ms ratio; do
+  v=$(grep -oE "\"$k\": [0-9.e+-]+" "$T/f.json" | head -1 | cut -d' ' -f2)
+  positive "$v" || fail "json floor.$k is positive (got '$v')"
+done
 
 # Hashed-id generator with unified-index pointers: answers still verified.
 "$REPLAY" --tables 1000,50,20000 --hashed --batch 512 --batches 6 --unified 2000 --admit 0.2 \

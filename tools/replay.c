@@ -86,6 +86,7 @@ static int run(fl_replay_opts *o) {
 int main(int argc, char **argv) {
   fl_replay_opts o;
   fl_replay_opts_default(&o);
+  o.floor = 1;
   const char *pos[2];
   int n_pos;
   if (argc > 1 && (!strcmp(argv[1], "convert") || !strcmp(argv[1], "gen"))) {

@@ -46,6 +46,8 @@ typedef struct fl_replay_opts {
   const char *json;
   const char *plot;
   int quiet;                /* no progress bar */
+  int floor;                /* measure each run's steady-state floor (replay_floor.c); set
+                               by replay, not an option: the other tools skip its cost */
 } fl_replay_opts;
 
 void fl_replay_opts_default(fl_replay_opts *o);
@@ -125,6 +127,28 @@ void fl_progress_end(fl_progress *p);
 
 /* ---------------------------------------------------------------- report */
 
+/* The steady-state batch's floor, measured in the same run (replay_floor.c):
+ * per steady batch, its all-hit time plus its distinct missed rows at the
+ * store's memcpy-gather rate; the run's floor is the batch with the median
+ * of those. */
+typedef struct fl_batch_floor {
+  const char *missing;  /* NULL: measured; else why it was not (a phrase) */
+  uint64_t batch;       /* the steady batch whose floor is the median */
+  double ms;            /* its floor: all_hit_ms + gather_ms */
+  double all_hit_ms;    /* its all-hit time */
+  double gather_ms;     /* its distinct missed rows at rows_per_s */
+  uint64_t rows;        /* its distinct missed rows */
+  double rows_per_s;    /* the memcpy-gather rate */
+  uint64_t rate_rows;   /* rows per gather of the rate: the steady batches' median
+                           distinct misses (at least 1) */
+  uint64_t array_rows;  /* rows of the dense array the rate gathered from */
+  uint32_t threads;     /* the rate's threads: the store's count */
+  double steady_ms;     /* the steady-state batch: median latency of the steady batches */
+  double ratio;         /* steady_ms / ms */
+  double *all_hit_ms_of; /* per steady batch (from fl_run_steady_from on): all-hit time */
+  uint64_t steady;      /* entries of all_hit_ms_of */
+} fl_batch_floor;
+
 /* One replay of the trace through one cache. */
 typedef struct fl_run {
   const char *label;       /* "flat", "per-table" */
@@ -139,12 +163,21 @@ typedef struct fl_run {
   fl_cache_table_stats *tables; /* n_tables entries */
   uint64_t verified, mismatches;
   fl_store_tier_stats tiers; /* the store's tiers during the run */
+  fl_batch_floor floor;    /* with o->floor, after the timed batches */
 } fl_run;
 
 /* Replays the workload's trace through a new cache of `layout`. */
 fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
                         fl_run *run);
 void fl_run_free(fl_run *run);
+/* Steady state: the batches from this one on, once the cache has warmed up. */
+uint64_t fl_run_steady_from(const fl_run *run);
+/* The distinct rows batch b fetched from the store (misses and pointer hits). */
+uint64_t fl_run_batch_rows(const fl_run *run, uint64_t b);
+/* The floor of the run's steady-state batch (replay_floor.c), into run->floor:
+ * runs the steady batches again on c through rn, after the timed ones. */
+fl_status fl_floor_measure(const fl_workload *w, const fl_replay_opts *o, fl_cache *c,
+                           fl_runner *rn, fl_run *run);
 double fl_percentile(const double *v, uint64_t n, double q); /* q in [0, 1]; v unchanged */
 double fl_run_percentile(const fl_run *run, double q);       /* of lat_ms */
 

@@ -32,13 +32,9 @@ static double batch_value(const fl_run *r, uint64_t b, int k) {
   return counter(&r->after[b], k) - (b ? counter(&r->after[b - 1], k) : 0);
 }
 
-/* Steady state: the batches after the cache has warmed up. */
-#define FL_STEADY_FROM 16
-static uint64_t steady_from(const fl_run *r) { return r->batches > FL_STEADY_FROM ? FL_STEADY_FROM : 0; }
-
 /* The median over the steady batches of series k (S_COUNT: latency). */
 static double steady_median(const fl_run *r, int k) {
-  uint64_t from = steady_from(r), n = r->batches - from;
+  uint64_t from = fl_run_steady_from(r), n = r->batches - from;
   if (k == S_COUNT) return fl_percentile(r->lat_ms + from, n, 0.5);
   double *v = malloc((n ? n : 1) * sizeof *v);
   if (!v) return 0;
@@ -51,9 +47,41 @@ static double steady_median(const fl_run *r, int k) {
 /* Series k's total over the steady batches, per unique row fetched. */
 static double steady_per_row(const fl_run *r, int k) {
   double rows = 0, x = 0;
-  for (uint64_t b = steady_from(r); b < r->batches; b++)
+  for (uint64_t b = fl_run_steady_from(r); b < r->batches; b++)
     rows += batch_value(r, b, S_ROWS), x += batch_value(r, b, k);
   return rows > 0 ? x / rows : 0;
+}
+
+/* The steady-state batch against its floor (replay_floor.c), when measured. */
+static void print_floor(FILE *f, const fl_batch_floor *fl) {
+  if (fl->missing) fprintf(f, "\nfloor of the steady-state batch: not measured: %s", fl->missing);
+  if (fl->ms <= 0) return;
+  fprintf(f, "\nfloor of the steady-state batch: %.4f ms = all-hit %.4f ms + %llu distinct misses "
+          "at the memcpy-gather rate %.3g rows/s (%u threads, %llu random rows a gather) %.4f ms; "
+          "batch %llu, the median of the steady batches' floors"
+          "\nsteady-state batch / floor: %.2fx (%.4f ms / %.4f ms)",
+          fl->ms, fl->all_hit_ms, (unsigned long long)fl->rows, fl->rows_per_s, fl->threads,
+          (unsigned long long)fl->rate_rows, fl->gather_ms, (unsigned long long)fl->batch,
+          fl->ratio, fl->steady_ms, fl->ms);
+}
+
+/* The floor as the JSON object of key "floor" (null when not asked for). */
+static void json_floor(FILE *f, const fl_batch_floor *fl) {
+  if (fl->ms <= 0) {
+    if (fl->missing) fprintf(f, "{\"missing\": \"%s\"}", fl->missing);
+    else fputs("null", f);
+    return;
+  }
+  fprintf(f, "{\"ms\": %.4f, \"all_hit_ms\": %.4f, \"gather_ms\": %.4f, \"batch\": %llu, "
+          "\"distinct_misses\": %llu,\n       \"memcpy_rows_per_s\": %.4g, \"rate_rows\": %llu, "
+          "\"array_rows\": %llu, \"threads\": %u, \"steady_latency_ms\": %.4f, "
+          "\"ratio\": %.4f,\n       \"all_hit_ms_per_steady_batch\": [",
+          fl->ms, fl->all_hit_ms, fl->gather_ms, (unsigned long long)fl->batch,
+          (unsigned long long)fl->rows, fl->rows_per_s, (unsigned long long)fl->rate_rows,
+          (unsigned long long)fl->array_rows, fl->threads, fl->steady_ms, fl->ratio);
+  for (uint64_t i = 0; i < fl->steady; i++)
+    fprintf(f, "%s%.4f", i ? ", " : "", fl->all_hit_ms_of[i]);
+  fprintf(f, "]}");
 }
 
 static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
@@ -86,9 +114,10 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
   fprintf(f, "\nsteady state (batches %llu on), medians per batch: latency %.3f ms, encode+index "
           "%.3f ms, miss fetch %.3f ms (store gather %.3f ms, %.0f unique rows), admission %.3f ms; "
           "host CPU beyond the gather %.1f ns a row",
-          (unsigned long long)steady_from(r), steady_median(r, S_COUNT), steady_median(r, S_INDEX),
+          (unsigned long long)fl_run_steady_from(r), steady_median(r, S_COUNT), steady_median(r, S_INDEX),
           steady_median(r, S_FETCH), steady_median(r, S_GATHER), steady_median(r, S_ROWS),
           steady_median(r, S_ADMIT), steady_per_row(r, S_CPU) * 1e6);
+  print_floor(f, &r->floor);
   fprintf(f, "\ncache: budget %.1f MB, pool %.1f/%.1f MB, index %llu/%llu entries (%llu unified), "
           "%llu admissions, %llu evictions\n",
           (double)r->budget_bytes / 1e6, (double)s->pool_bytes_used / 1e6, (double)s->pool_bytes / 1e6,
@@ -160,8 +189,10 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             (unsigned long long)s->unique_misses, (unsigned long long)s->rounds_shed,
             (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled,
             (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+    fprintf(f, "     \"floor\": ");
+    json_floor(f, &r->floor);
     const fl_store_tier_stats *tr = &r->tiers;
-    fprintf(f, "     \"tiers\": {\"store_lookups\": %llu, \"local_hits\": %llu, \"cluster_rows\": %llu, "
+    fprintf(f, ",\n     \"tiers\": {\"store_lookups\": %llu, \"local_hits\": %llu, \"cluster_rows\": %llu, "
             "\"cluster_missing\": %llu, \"cluster_fetches\": %llu, \"cluster_commands\": %llu, "
             "\"ns_local\": %.0f, \"ns_cluster\": %.0f, \"local_bytes\": %llu, "
             "\"local_budget_bytes\": %llu, \"evictions\": %llu, \"invalidations\": %llu, "

@@ -1,5 +1,6 @@
 /* replay_run.c: one replay of a workload's trace through a fresh cache,
- * recording per-batch latency and hit rate, and the progress bar. */
+ * recording per-batch latency and hit rate (and, when asked, measuring the
+ * floor after it: replay_floor.c), and the progress bar. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,27 +34,8 @@ void fl_progress_end(fl_progress *p) {
   if (p->drawn) fputs("\n", stderr);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double fl_percentile(const double *v, uint64_t n, double q) {
-  if (n == 0) return 0;
-  double *s = malloc(n * sizeof *s);
-  if (!s) return 0;
-  memcpy(s, v, n * sizeof *s);
-  qsort(s, n, sizeof *s, cmp_double);
-  double x = s[(size_t)(q * (double)(n - 1) + 0.5)];
-  free(s);
-  return x;
-}
-
-double fl_run_percentile(const fl_run *run, double q) {
-  return fl_percentile(run->lat_ms, run->batches, q);
-}
-
 void fl_run_free(fl_run *run) {
+  free(run->floor.all_hit_ms_of);
   free(run->lat_ms);
   free(run->hit_rate);
   free(run->after);
@@ -127,6 +109,7 @@ fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout
   if (s == FL_OK) s = replay_loop(w, o, c, rn, run);
   if (s == FL_OK) s = fl_cache_stats_get(c, &run->stats, run->tables, w->n_tables);
   if (s == FL_OK) s = fl_store_tier_stats_get(w->store, &run->tiers);
+  if (s == FL_OK && o->floor) s = fl_floor_measure(w, o, c, rn, run);
   if (rn) {
     run->verified = fl_runner_verified(rn);
     run->mismatches = fl_runner_mismatches(rn);
