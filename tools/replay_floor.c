@@ -87,7 +87,8 @@ static fl_status all_hit_times(const fl_workload *w, fl_cache *c, fl_runner *rn,
     double *ms = &f->all_hit_ms_of[b - from];
     s = all_hit_time(c, rn, &bt, ms);
     if (s == FL_OK && *ms == 0) {
-      f->missing = "a steady batch never ran with every lookup a hit: the cache cannot hold it";
+      f->missing = "a steady batch never ran with every lookup a cached hit: the cache cannot "
+                   "hold it (or some of its ids stay unified-index pointers, which are not cached hits)";
       break;
     }
   }
