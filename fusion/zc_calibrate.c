@@ -28,11 +28,8 @@
 #include "fusion/query_kernels.h"
 
 /* Row counts 64 * 4^k, up to this many rows and bytes of them. */
-enum { ROWS_FIRST = 64, ROWS_MAX = 4096, POINTS_MAX = 4, RUNS = 3 };
+enum { ROWS_FIRST = 64, ROWS_MAX = 4096, POINTS_MAX = 4, RUNS = 5 };
 #define FL_ZC_PROBE_BYTES (16ull << 20)
-/* Limits beyond this are taken as "always in place": no batch's distinct
- * misses come near it. */
-#define FL_ZC_LIMIT_CAP (1ull << 24)
 
 typedef struct probe {
   const fl_cache_fixed *f;
@@ -142,7 +139,7 @@ fl_status fl_zc_calibrate(fl_cache *c) {
   if (st == FL_OK) st = measure(&p, &n, rows, zc_ns, host_ns);
   probe_free(&p);
   if (st != FL_OK) return st;
-  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n, FL_ZC_LIMIT_CAP);
+  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n);
   /* No batch would read in place: the store's pages need not stay locked. */
   if (!cs->zc_limit) fl_cuda_state_unmap(c);
   return FL_OK;

@@ -44,26 +44,22 @@ FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
 /* The limit from both paths timed at the same row counts rows[0..n)
  * (ascending): zc_ns and host_ns, each fetch's ns. In place pays where
  * d = host - zc >= 0. The limit is the count where d turns negative after
- * its first stretch of non-negative points, at most `cap`: between two
- * points d is taken as a line; past the last point, the last segment's
- * line goes on (the cap when d does not fall). 0 when in place pays at no
- * point. A batch takes the device path for its few rows, never for its
- * many (fl_zc_take), so counts below the first paying point follow it too:
- * there both paths cost about a launch and a synchronization. */
+ * its first stretch of non-negative points, d taken as a line between two
+ * points; the last point when d is still non-negative there (nothing was
+ * measured beyond it: a batch's many rows stay with the host, whose gather
+ * scales with threads while the PCIe reads do not). 0 when in place pays
+ * at no point. A batch takes the device path for its few rows, never for
+ * its many (fl_zc_take), so counts below the first paying point follow it
+ * too: there both paths cost about a launch and a synchronization. */
 FL_HD uint64_t fl_zc_limit_of(const double *rows, const double *zc_ns, const double *host_ns,
-                              int n, uint64_t cap) {
+                              int n) {
   int i = 0;
   while (i < n && host_ns[i] < zc_ns[i]) i++;
   if (i == n) return 0;
   while (i + 1 < n && host_ns[i + 1] >= zc_ns[i + 1]) i++;
-  /* d falls from d_i >= 0 at rows[i] along the segment (j, i + 1 or i). */
-  int j = i + 1 < n ? i : i - 1;
-  if (j < 0) return cap; /* one point, where in place pays */
-  double d0 = host_ns[j] - zc_ns[j], d1 = host_ns[j + 1] - zc_ns[j + 1];
-  double slope = (d1 - d0) / (rows[j + 1] - rows[j]);
-  if (slope >= 0.0) return cap;
-  double at = rows[i] + (host_ns[i] - zc_ns[i]) / -slope;
-  return at >= (double)cap ? cap : (uint64_t)at;
+  if (i + 1 == n) return (uint64_t)rows[i];
+  double d0 = host_ns[i] - zc_ns[i], d1 = host_ns[i + 1] - zc_ns[i + 1];
+  return (uint64_t)(rows[i] + (rows[i + 1] - rows[i]) * d0 / (d0 - d1));
 }
 
 #endif
