@@ -12,6 +12,8 @@
  *     tables); with the default config (the cache picks the miss path,
  *     FL_ZERO_COPY_AUTO), then read in place by the GPU (cfg.zero_copy_rows
  *     1024: rows "zc"), then gathered by the host (0: rows "host");
+ *     with --hashed every table holds raw 64-bit ids (the store's synthetic
+ *     ids, dram_store/synthetic_ids.h), so no miss can be read in place;
  *   - the fused index kernel's probe rate on the all-hit 16,384-sample batch
  *     against a plain linear-probing find over the same keys, table size and
  *     load factor, measured in the same run (bench_linear_probe.cu);
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "dram_store/synthetic_ids.h"
 #include "include/fleche.h"
 #include "tools/bench_graph_floor.h"
 #include "tools/bench_linear_probe.h"
@@ -41,11 +44,13 @@ typedef struct opts {
   uint64_t budget;   /* cache bytes, both layouts */
   const char *json;
   uint32_t miss_per_table; /* cold positions in each of the MISS_TABLES tables */
+  int hashed;              /* hashed tables: ids are synthetic 64-bit ids */
 } opts;
 
 typedef struct batch {
   uint32_t samples;
-  uint64_t *ids[N_TABLES];   /* host */
+  int hashed;                /* the device ids are the ranks' synthetic ids */
+  uint64_t *ids[N_TABLES];   /* host: ranks, 0..rows-1 */
   uint64_t *warm[N_TABLES];  /* host: the ids as made (fresh_misses keeps clear of them) */
   void *d_ids[N_TABLES];     /* device copies */
   void *d_out[N_TABLES];     /* device outputs */
@@ -76,9 +81,23 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_t seed) {
+/* Copies table t's ids to the device (a hashed table's as its ids). */
+static void upload_ids(batch *b, uint32_t t) {
+  uint64_t *ids = b->ids[t], *mapped = NULL;
+  if (b->hashed) {
+    if (!(mapped = malloc(b->samples * sizeof *mapped))) die("bench_query", "out of memory");
+    for (uint32_t i = 0; i < b->samples; i++) mapped[i] = fl_synthetic_id(t, ids[i]);
+    ids = mapped;
+  }
+  cudaError_t e = cudaMemcpy(b->d_ids[t], ids, b->samples * 8, cudaMemcpyHostToDevice);
+  free(mapped);
+  if (e != cudaSuccess) die("cuda", "uploading batch ids failed");
+}
+
+static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_t seed, int hashed) {
   memset(b, 0, sizeof *b);
   b->samples = samples;
+  b->hashed = hashed;
   for (uint32_t t = 0; t < N_TABLES; t++) {
     fl_zipf z;
     fl_perm p;
@@ -90,9 +109,9 @@ static void make_batch(batch *b, uint32_t samples, const uint64_t *card, uint64_
     b->warm[t] = malloc(samples * sizeof(uint64_t));
     memcpy(b->warm[t], b->ids[t], samples * sizeof(uint64_t));
     if (cudaMalloc(&b->d_ids[t], samples * 8) != cudaSuccess ||
-        cudaMalloc(&b->d_out[t], (size_t)samples * DIM * 4) != cudaSuccess ||
-        cudaMemcpy(b->d_ids[t], b->ids[t], samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
+        cudaMalloc(&b->d_out[t], (size_t)samples * DIM * 4) != cudaSuccess)
       die("cuda", "allocating batch buffers failed");
+    upload_ids(b, t);
     b->q[t] = (fl_table_query){t, b->d_ids[t], samples, b->d_out[t]};
   }
 }
@@ -143,8 +162,7 @@ static void fresh_misses(batch *b, cold_ids *k) {
       } while (warm);
       b->ids[t][p] = id;
     }
-    if (cudaMemcpy(b->d_ids[t], b->ids[t], b->samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
-      die("cuda", "rewriting batch ids failed");
+    upload_ids(b, t);
   }
 }
 
@@ -229,16 +247,17 @@ static result measure(fl_cache *c, batch *b, const char *layout, int ask, cold_i
 
 /* 0 to run, 2 on a usage error (said on stderr). */
 static int parse(int argc, char **argv, opts *o) {
-  *o = (opts){1.0, 200, 2ull << 30, NULL, MISS_PER_TABLE};
+  *o = (opts){1.0, 200, 2ull << 30, NULL, MISS_PER_TABLE, 0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--scale") && i + 1 < argc) o->scale = atof(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) o->reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--budget-mb") && i + 1 < argc) o->budget = strtoull(argv[++i], NULL, 10) << 20;
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) o->json = argv[++i];
     else if (!strcmp(argv[i], "--miss-per-table") && i + 1 < argc) o->miss_per_table = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--hashed")) o->hashed = 1;
     else {
       fprintf(stderr, "usage: bench_query [--scale S] [--reps N] [--budget-mb MB] [--json FILE] "
-                      "[--miss-per-table N]\n");
+                      "[--miss-per-table N] [--hashed]\n");
       return 2;
     }
   }
@@ -254,12 +273,13 @@ typedef struct model {
   fl_store *store;
 } model;
 
-static void make_model(model *m, double scale) {
+static void make_model(model *m, double scale, int hashed) {
   for (uint32_t t = 0; t < N_TABLES; t++) {
     m->card[t] = (uint64_t)(fl_criteo_rows[t] * scale);
     if (m->card[t] < 2) m->card[t] = 2;
     snprintf(m->names[t], sizeof m->names[t], "C%u", t + 1);
-    m->desc[t] = (fl_table_desc){m->names[t], m->card[t], DIM, FL_FP32, FL_IDS_DENSE};
+    m->desc[t] = (fl_table_desc){m->names[t], m->card[t], DIM, FL_FP32,
+                                 hashed ? FL_IDS_HASHED : FL_IDS_DENSE};
   }
   if (fl_store_create(m->desc, N_TABLES, 0, &m->store) != FL_OK)
     die("store", fl_store_last_error(NULL));
@@ -321,8 +341,7 @@ static void miss_latency(const model *m, const opts *o, batch *small, cudaStream
   }
   for (uint32_t t = 0; t < N_TABLES; t++) {
     memcpy(small->ids[t], small->warm[t], small->samples * 8);
-    if (cudaMemcpy(small->d_ids[t], small->ids[t], small->samples * 8, cudaMemcpyHostToDevice) != cudaSuccess)
-      die("cuda", "restoring batch ids failed");
+    upload_ids(small, t);
   }
 }
 
@@ -393,8 +412,8 @@ static double load_of(const findings *f) {
 static void print_findings(const char *gpu, const opts *o, const findings *f) {
   const result *res = f->res;
   double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
-  printf("bench_query on %s: 26 Criteo tables x %.3g, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
-         gpu, o->scale, DIM, o->budget / 1048576.0, o->reps);
+  printf("bench_query on %s: 26 Criteo tables x %.3g%s, fp32 dim %d, Zipf 1.05, budget %.0f MB per layout, %d reps\n",
+         gpu, o->scale, o->hashed ? " (hashed ids)" : "", DIM, o->budget / 1048576.0, o->reps);
   printf("%-16s %8s %8s %8s %10s %10s %12s %12s %20s %9s\n", "layout", "samples", "keys", "hit%",
          "p50 us", "p99 us", "Mkeys/s p50", "call p50 us", "setup/index/fetch us", "zc limit");
   for (int i = 0; i < f->n_res; i++)
@@ -427,8 +446,9 @@ static void write_json(const char *gpu, const opts *o, const findings *f) {
   double ours_gkps = BIG_KEYS / (f->index_us * 1e3), base_gkps = BIG_KEYS / (f->base_ms * 1e6);
   FILE *out = fopen(o->json, "w");
   if (!out) die(o->json, "cannot write");
-  fprintf(out, "{\"gpu\": \"%s\", \"scale\": %g, \"budget_bytes\": %llu, \"reps\": %d, \"latency\": [", gpu,
-          o->scale, (unsigned long long)o->budget, o->reps);
+  fprintf(out, "{\"gpu\": \"%s\", \"scale\": %g, \"hashed\": %s, \"budget_bytes\": %llu, \"reps\": %d, "
+          "\"latency\": [", gpu, o->scale, o->hashed ? "true" : "false", (unsigned long long)o->budget,
+          o->reps);
   for (int i = 0; i < f->n_res; i++)
     fprintf(out, "%s{\"layout\": \"%s\", \"samples\": %u, \"hit_rate\": %.6f, \"p50_us\": %.2f, "
             "\"p99_us\": %.2f, \"call_p50_us\": %.2f, \"setup_p50_us\": %.2f, "
@@ -456,12 +476,12 @@ int main(int argc, char **argv) {
   struct cudaDeviceProp prop;
   cudaGetDeviceProperties(&prop, 0);
   model m;
-  make_model(&m, o.scale);
+  make_model(&m, o.scale, o.hashed);
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   batch big, small;
-  make_batch(&big, 16384, m.card, 1);
-  make_batch(&small, 256, m.card, 2);
+  make_batch(&big, 16384, m.card, 1, o.hashed);
+  make_batch(&small, 256, m.card, 2, o.hashed);
   findings f = {0};
   all_hit_latency(&m, &o, &big, &small, s, &f);
   miss_latency(&m, &o, &small, s, &f);
