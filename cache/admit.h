@@ -1,11 +1,13 @@
 /* admit.h: admission as the query path (fusion/) hands it a batch's unique
  * misses; for fusion/, the one header of the module it uses.
  *
- * The admission module (cache/admit_*) owns the coin (admit_coin.h), the
- * host backend's admission (admit_host.c), and the CUDA backend's rounds:
+ * The admission module (cache/admit_*) owns the policies (admit_rule.h: the
+ * coin of admit_coin.h, TinyLFU over the sketch of admit_sketch.h, whose
+ * memory admit_freq.c keeps), the host backend's admission (admit_host.c),
+ * and the CUDA backend's rounds:
  * the courier's jobs that prepare and launch a batch's round once its query
  * returned (admit_job.c), the rounds' host half (admit_round.c) and their
- * kernels (admit_kernels.cu). Both backends admit the same rows: coin
+ * kernels (admit_kernels.cu). Both backends admit the same rows: the rule's
  * winners, most frequent in the batch first, while the pool has slots, then
  * unified-index pointers for store misses that stayed out, while the part's
  * share of the unified index has room. Rows of tables the store changed
@@ -16,6 +18,7 @@
 #include <stdint.h>
 
 #include "batch/miss_set.h"
+#include "cache/admit_rule.h"
 #include "cache/index.h"
 #include "include/fleche.h"
 
@@ -40,7 +43,7 @@ typedef struct fl_admit_batch {
   const uint64_t *stage_base;  /* per arg: its rows' byte offset in staging */
   const uint8_t *staging;      /* the unique rows fetched from the store */
   uint32_t *choice;            /* per uid: scratch for the round */
-  uint64_t seed, threshold;    /* the coin (cache/admit_coin.h) */
+  fl_admit_rule rule;          /* the policy and the coin (cache/admit_rule.h) */
   uint32_t now;                /* batch counter: the coin's input, the LRU clock */
   uint64_t pointer_room;       /* unified-index pointers the part may still take */
 } fl_admit_batch;
@@ -72,7 +75,7 @@ fl_status fl_admit_host(struct fl_cache *c, const fl_admit_host_batch *b);
 typedef struct fl_admit_job fl_admit_job;
 
 /* A job for the batch whose misses b describes in device memory (the job
- * fills v, seed, threshold and pointer_room at launch); args (host) and
+ * fills v, rule and pointer_room at launch); args (host) and
  * per_arg size what the round may take from the pool; n_miss: its missed
  * positions; *gen: the generations its fetch saw (taken, *gen set NULL);
  * have_refs: the fetch brought store references, so pointers may be

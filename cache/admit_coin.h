@@ -1,8 +1,9 @@
 /* admit_coin.h: the probabilistic admission coin, shared by both backends. A
  * missed vector enters the cache with probability p per missed lookup (one
  * decision per row and batch); the coin is a pure function of (seed, batch,
- * key), so runs are reproducible and every backend admits the same keys. When the pool has fewer free slots than coin winners,
- * the rows most frequent in the batch go first. */
+ * key), so runs are reproducible and every backend admits the same keys.
+ * When the pool has fewer free slots than winners, the rows most frequent in
+ * the batch go first (fl_admit_bucket, whatever the policy: admit_rule.h). */
 #ifndef FL_CACHE_ADMIT_COIN_H
 #define FL_CACHE_ADMIT_COIN_H
 
@@ -31,13 +32,6 @@ FL_HD uint32_t fl_admit_bucket(uint32_t count) {
   return b;
 }
 
-/* What admission does with one unique missed row. */
-typedef enum fl_admit_choice {
-  FL_ADMIT_NONE = 0,    /* answered from the store only */
-  FL_ADMIT_CACHE = 1,   /* the coin came up: copy it into a slab (promotes a pointer) */
-  FL_ADMIT_POINTER = 2  /* a store miss that stays out of the cache leaves a pointer */
-} fl_admit_choice;
-
 /* The coin of a row missed `count` times in one batch: every missed lookup
  * is a chance, so it wins with probability 1 - (1 - p)^count, drawn once
  * from the same hash (one decision per row and batch). */
@@ -48,16 +42,6 @@ FL_HD int fl_admit_counted(uint64_t seed, uint64_t batch, uint64_t key, uint64_t
   double miss = 1.0 - (double)threshold * (1.0 / 18446744073709551616.0), all = 1.0;
   for (uint32_t i = 0; i < count && all > 1e-12; i++) all *= miss;
   return fl_admit(seed, batch, key, fl_admit_threshold(1.0 - all));
-}
-
-/* pointer_row: the row was a unified-index pointer hit; count: its missed
- * lookups in the batch; ref: the store row of a store miss (0 when unknown
- * or absent); room: 1 while the unified index takes pointers. */
-FL_HD fl_admit_choice fl_admit_choose(uint64_t seed, uint64_t batch, uint64_t key,
-                                      uint64_t threshold, uint32_t count, int pointer_row,
-                                      uint64_t ref, int room) {
-  if (fl_admit_counted(seed, batch, key, threshold, count)) return FL_ADMIT_CACHE;
-  return !pointer_row && ref && room ? FL_ADMIT_POINTER : FL_ADMIT_NONE;
 }
 
 #endif

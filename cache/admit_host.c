@@ -1,11 +1,11 @@
 /* admit_host.c: the host backend's admission (admit.h): a batch's unique
  * rows enter the cache on the querying thread, before fl_query returns,
- * with the coin and the priority order the CUDA rounds use. */
+ * by the admission rule (admit_rule.h) and in the priority order the CUDA
+ * rounds use. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/admit.h"
-#include "cache/admit_coin.h"
 #include "cache/cache.h"
 #include "common/error.h"
 
@@ -14,12 +14,44 @@ typedef struct candidate {
   uint64_t uid, key;
   uint32_t arg, choice;
   uint64_t row;
+  uint32_t count;  /* its missed lookups in the batch */
+  int pointer;     /* a unified-index pointer hit */
 } candidate;
 
-/* Admits the batch's unique rows: coin winners in priority order (most
- * frequent in the batch first) while the pool has slots, then pointers for
- * store misses that stayed out, while the unified index has room. Under
- * c->lock. */
+/* The batch's unique rows of tables not changed since its fetch: its unique
+ * misses, then its pointer rows, arg by arg. Returns how many. */
+static uint64_t collect(const fl_cache *c, const fl_admit_host_batch *x, candidate *cand) {
+  uint64_t k = 0;
+  for (uint32_t a = 0; a < x->n_args; a++) {
+    const fl_batch_arg *g = &x->args[a];
+    if (fl_cache_stale(c, x->gen, g->table)) continue;
+    uint32_t um = x->per_arg[FL_MISS_COUNTERS * a], up = x->per_arg[FL_MISS_COUNTERS * a + 1];
+    /* Its unique misses [0, um), then its pointer rows [n - up, n). */
+    for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {
+      uint64_t uid = g->key_offset + r, slot = x->uniq_slot[uid], key = 0;
+      uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
+      fl_code_encode(&c->fixed.tables[g->table].code, c->fixed.cfg.key_bits, id, &key);
+      cand[k++] = (candidate){uid, key, a, 0, fl_miss_row(r, g->n, um, up), x->set.count[slot],
+                              r >= um};
+    }
+  }
+  return k;
+}
+
+/* TinyLFU: the batch's additions to the part's sketch, then its aging: one
+ * moment, before any estimate (admit_sketch.h). */
+static void count_batch(fl_part *p, const candidate *cand, uint64_t k) {
+  for (uint64_t i = 0; i < k; i++) {
+    fl_sketch_add(&p->sketch, cand[i].key, cand[i].count);
+    p->freq->additions += fl_sketch_uses(cand[i].count);
+  }
+  fl_freq_age_host(p);
+}
+
+/* Admits the batch's unique rows: winners of the admission rule
+ * (admit_rule.h) in priority order (most frequent in the batch first)
+ * while the pool has slots, then pointers for store misses that stayed
+ * out, while the unified index has room. Under c->lock. */
 static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   fl_part *p = &c->parts[x->part];
   fl_status st = fl_cache_make_room(c, x->part, 0);
@@ -35,28 +67,21 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for %llu admissions",
                    (unsigned long long)n);
   }
-  uint64_t k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
-  for (uint32_t a = 0; a < x->n_args; a++) {
-    const fl_batch_arg *g = &x->args[a];
-    if (fl_cache_stale(c, x->gen, g->table)) continue;
-    uint32_t um = x->per_arg[FL_MISS_COUNTERS * a], up = x->per_arg[FL_MISS_COUNTERS * a + 1];
-    /* Its unique misses [0, um), then its pointer rows [n - up, n). */
-    for (uint64_t r = um ? 0 : g->n - up; r < g->n; r = r + 1 == um ? g->n - up : r + 1) {
-      uint64_t uid = g->key_offset + r, slot = x->uniq_slot[uid], key = 0;
-      uint64_t id = fl_miss_set_id(&x->set, fl_miss_set_base(g->key_offset, a), g->n, slot);
-      fl_code_encode(&c->fixed.tables[g->table].code, c->fixed.cfg.key_bits, id, &key);
-      int pointer = r >= um;
-      fl_admit_choice ch =
-          fl_admit_choose(c->fixed.cfg.seed, x->now, key, c->admit_threshold, x->set.count[slot],
-                          pointer, pointer ? 0 : x->uniq_refs[uid], room > 0);
-      if (ch == FL_ADMIT_NONE) continue;
-      /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
-      uint32_t slot_of = ch == FL_ADMIT_CACHE
-                             ? FL_ADMIT_BUCKETS - 1 - fl_admit_bucket(x->set.count[slot])
-                             : FL_ADMIT_BUCKETS;
-      cand[k++] = (candidate){uid, key, a, slot_of, fl_miss_row(r, g->n, um, up)};
-      per_bucket[slot_of]++;
-    }
+  uint64_t all = collect(c, x, cand), k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
+  if (p->freq) count_batch(p, cand, all);
+  uint32_t victim = p->freq ? p->freq->victim : 0;
+  for (uint64_t i = 0; i < all; i++) {
+    candidate e = cand[i];
+    uint32_t estimate = p->freq ? fl_sketch_estimate(&p->sketch, e.key) : 0;
+    int wins = fl_admit_wins(&c->rule, x->now, e.key, e.count, estimate, victim);
+    fl_admit_choice ch = fl_admit_choose(wins, e.pointer, e.pointer ? 0 : x->uniq_refs[e.uid],
+                                         room > 0);
+    if (ch == FL_ADMIT_NONE) continue;
+    /* Buckets: FL_ADMIT_BUCKETS - 1 (most frequent) first, pointers last. */
+    e.choice = ch == FL_ADMIT_CACHE ? FL_ADMIT_BUCKETS - 1 - fl_admit_bucket(e.count)
+                                    : FL_ADMIT_BUCKETS;
+    cand[k++] = e;
+    per_bucket[e.choice]++;
   }
   uint64_t start[FL_ADMIT_BUCKETS + 1], at = 0;
   for (uint32_t q = 0; q <= FL_ADMIT_BUCKETS; q++) start[q] = at, at += per_bucket[q];

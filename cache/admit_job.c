@@ -29,10 +29,10 @@ struct fl_admit_job {
  * Coin winners among n rows: n p' on average, with p' the chance of a row
  * missed twice (repeated rows win more often, admit_coin.h); it asks for 4
  * standard deviations more. An estimate: a round short of slots leaves its
- * least frequent winners out. */
+ * least frequent winners out. TinyLFU may admit every row: it asks for n. */
 static void add_need(const fl_cache *c, const fl_batch_arg *args, uint32_t n_args,
                      const uint32_t *per_arg, uint64_t *need) {
-  double p = c->fixed.cfg.admit_probability;
+  double p = c->rule.policy == FL_ADMIT_TINYLFU ? 1.0 : c->fixed.cfg.admit_probability;
   for (uint32_t a = 0; a < n_args; a++) {
     double pp = 1.0 - (1.0 - p) * (1.0 - p);
     double n = per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1], mean = n * pp;
@@ -83,8 +83,7 @@ static fl_status launch(fl_admit_job *j) {
   uint64_t limit = fl_cache_unified_limit(c, j->part);
   fl_admit_batch *b = &j->a.b;
   b->v = p->index;
-  b->seed = c->fixed.cfg.seed;
-  b->threshold = c->admit_threshold;
+  b->rule = c->rule;
   b->pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0;
   /* The round reads the scratch, and empties its miss set: the scratch is
    * busy until admit_done. */

@@ -1,10 +1,13 @@
 // admit_kernels.cu: a CUDA admission round, five kernels (six in a part of
-// one slab class) added to the part's round graph on the maintenance stream
+// one slab class, three more under TinyLFU) added to the part's round graph on the maintenance stream
 // (cache/admit_round.h); their arguments are in device memory, uploaded by
 // the graph. recycle (one class only): the limbo slabs the host released go
-// onto the reservoir, under the round's new slots. choose: one thread
-// per uid decides (the coin, the pointer rule) and ranks coin winners per
-// class and priority bucket. grant: stocks the reservoirs with the round's
+// onto the reservoir, under the round's new slots. TinyLFU only
+// (admit_rule.h): count adds every uid's batch count to the part's sketch,
+// age halves it when the sample is reached, and after choose, settle keeps
+// the additions left and the victim frequency. choose: one thread per uid
+// decides (the policy's rule, the pointer rule) and ranks winners per class
+// and priority bucket. grant: stocks the reservoirs with the round's
 // new slots, then per class the buckets' first ranks (most frequent first)
 // and how many winners the reservoir serves. publish: one warp per uid
 // copies the row from the staging into its slot, then publishes it in the
@@ -16,7 +19,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cache/admit_coin.h"
+#include "cache/admit_rule.h"
 
 namespace {
 
@@ -54,8 +57,59 @@ __global__ void recycle(fl_admit_dev d) {
     d.res[0][first + i] = ev->ring[(ev->recycle_from + i) % ev->ring_cap];
 }
 
+// Adds the batch's unique rows, those choose considers, to the sketch
+// (additions commute: admit_sketch.h); their uses to the sample count, one
+// atomic per warp.
+__global__ void count(const fl_admit_args *args, fl_admit_dev d) {
+  const fl_admit_batch &b = args->b;
+  unsigned long long uses = 0;
+  for (uint64_t uid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; uid < b.n_keys;
+       uid += (uint64_t)gridDim.x * blockDim.x) {
+    uint32_t arg;
+    uint64_t row, key, slot;
+    int pointer;
+    if (unique_row(b, uid, &arg, &row, &pointer, &key, &slot) && !d.skip[b.args[arg].table]) {
+      uint32_t n = b.m.set.count[slot];
+      fl_sketch_add(&d.sketch, key, n);
+      uses += fl_sketch_uses(n);
+    }
+  }
+  for (int s = 16; s > 0; s /= 2) uses += __shfl_down_sync(0xffffffffu, uses, s);
+  if ((threadIdx.x & 31u) == 0 && uses) atomicAdd(&d.freq->additions, uses);
+}
+
+// Halves every counter as often as the additions call for (most rounds:
+// none, and every thread returns at once).
+__global__ void age(fl_admit_dev d) {
+  uint64_t left;
+  uint32_t k = fl_sketch_halvings(d.freq->additions, d.sketch_sample, &left);
+  if (k == 0) return;
+  for (uint64_t w = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; w <= d.sketch.mask;
+       w += (uint64_t)gridDim.x * blockDim.x)
+    d.sketch.word[w] = fl_sketch_age_word(d.sketch.word[w], k);
+}
+
+// The round's victim frequency: that of the evictions since the last
+// round (the round's own first; admit_rule.h). Unchanged until settle.
+__device__ uint32_t round_victim(const fl_admit_dev &d) {
+  const fl_admit_freq *f = d.freq;
+  return fl_admit_victim(f->victim_sum, f->victim_n, f->victim);
+}
+
+// One thread, after choose: keeps the round's victim, and the additions
+// the halvings left.
+__global__ void settle(fl_admit_dev d) {
+  uint64_t left;
+  fl_sketch_halvings(d.freq->additions, d.sketch_sample, &left);
+  d.freq->additions = left;
+  d.freq->victim = round_victim(d);
+  d.freq->victim_sum = 0;
+  d.freq->victim_n = 0;
+}
+
 __global__ void choose(const fl_admit_args *args, fl_admit_dev d) {
   const fl_admit_batch &b = args->b;
+  uint32_t victim = d.freq ? round_victim(d) : 0;
   for (uint64_t uid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; uid < b.n_keys;
        uid += (uint64_t)gridDim.x * blockDim.x) {
     uint32_t arg, choice = kNone;
@@ -65,8 +119,9 @@ __global__ void choose(const fl_admit_args *args, fl_admit_dev d) {
       int room = b.pointer_room > 0;
       uint64_t ref = room && !pointer ? b.m.uniq_refs[uid] : 0;
       uint32_t count = b.m.set.count[slot];
-      fl_admit_choice c =
-          fl_admit_choose(b.seed, b.now, key, b.threshold, count, pointer, ref, room);
+      uint32_t estimate = d.freq ? fl_sketch_estimate(&d.sketch, key) : 0;
+      int wins = fl_admit_wins(&b.rule, b.now, key, count, estimate, victim);
+      fl_admit_choice c = fl_admit_choose(wins, pointer, ref, room);
       if (c == FL_ADMIT_CACHE) {
         uint32_t cls = b.table_cls[b.args[arg].table];
         uint32_t bucket = fl_admit_bucket(count);
@@ -187,8 +242,14 @@ extern "C" int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admi
   cudaError_t e = cudaSuccess;
   if (d.n_classes == 1)  // a few blocks a SM: most rounds recycle nothing, a burst 235,000 slabs
     e = fl_launch_kernel(to, (const void *)recycle, 132 * 4, block, 0, dev);
+  if (d.n_classes && e == cudaSuccess && d.freq) {
+    e = fl_launch_kernel(to, (const void *)count, grid_for(keys_cap), block, 0, ad);
+    if (e == cudaSuccess)
+      e = fl_launch_kernel(to, (const void *)age, grid_for(d.sketch.mask + 1), block, 0, dev);
+  }
   if (d.n_classes && e == cudaSuccess) {
     e = fl_launch_kernel(to, (const void *)choose, grid_for(keys_cap), block, 0, ad);
+    if (e == cudaSuccess && d.freq) e = fl_launch_kernel(to, (const void *)settle, 1, 1, 0, dev);
     if (e == cudaSuccess) e = fl_launch_kernel(to, (const void *)grant, 1, block, 0, dev);
     if (e == cudaSuccess)
       e = fl_launch_kernel(to, (const void *)publish, grid_for(keys_cap * 32), block, 0, ad);
@@ -199,6 +260,8 @@ extern "C" int fl_admit_round_nodes(fl_launch_to to, const void *args_d, fl_admi
 }
 
 extern "C" int fl_admit_kernels_load(void) {
-  const void *kernels[] = {(const void *)recycle, (const void *)choose, (const void *)grant, (const void *)publish, (const void *)restock, (const void *)reset};
+  const void *kernels[] = {(const void *)recycle, (const void *)count,   (const void *)age,
+                           (const void *)settle,  (const void *)choose,  (const void *)grant,
+                           (const void *)publish, (const void *)restock, (const void *)reset};
   return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
 }

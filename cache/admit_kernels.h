@@ -19,8 +19,9 @@ typedef struct fl_admit_args {
 } fl_admit_args;
 
 /* Adds a round's kernels to the part's round graph (admit_round.c builds
- * it: common/launch_to.h), arguments in args_d (an fl_admit_args): choose
- * (coin, priority bucket by in-batch count, pointer candidates), grant (stocks the new slots; reservoir slots per class, most
+ * it: common/launch_to.h), arguments in args_d (an fl_admit_args): under
+ * TinyLFU the sketch's count and aging, then choose (the policy's rule,
+ * priority bucket by in-batch count, pointer candidates), grant (stocks the new slots; reservoir slots per class, most
  * frequent rows first), publish (row copy into the slot, index insert;
  * slots not published go back), restock, and the emptying of the batch's
  * miss set. Grids are sized for keys_cap keys, the loops stride. */

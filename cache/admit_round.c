@@ -121,6 +121,11 @@ fl_status fl_round_create(fl_cache *c, uint32_t part) {
   r->dev.ret = (uint64_t **)(f + o_ret);
   r->evict.hist = (unsigned long long *)(f + o_hist);
   r->evict.pick = (unsigned long long *)(f + o_pick);
+  /* TinyLFU (admit_freq.c made them): the kernels count and age the
+   * sketch, the eviction tallies its victims. */
+  r->dev.sketch = r->evict.tally.sketch = p->sketch;
+  r->dev.freq = r->evict.tally.freq = p->freq;
+  r->dev.sketch_sample = p->sketch_sample;
   FL_CUDA_TRY(NULL, cudaMallocHost((void **)&r->status_h, status_bytes(n)));
   memset(r->status_h, 0, status_bytes(n));
   return io_alloc(c, NULL, r, 4096);

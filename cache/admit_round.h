@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/admit_rule.h"
 #include "cache/maint_kernels.h"
 #include "common/launch_to.h"
 #include "include/fleche.h"
@@ -88,6 +89,9 @@ typedef struct fl_admit_dev {
   uint32_t *base;            /* per class and bucket: rank of the bucket's first winner */
   uint64_t **res;            /* per class: the reservoir, slots at [0, top) */
   uint64_t **ret;            /* per class: slots to put back */
+  fl_sketch_view sketch;     /* TinyLFU: the part's sketch (admit_sketch.h) */
+  fl_admit_freq *freq;       /* TinyLFU: its state; NULL under the coin */
+  uint64_t sketch_sample;    /* additions between halvings */
   uint32_t n_classes;
 } fl_admit_dev;
 

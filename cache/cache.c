@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/admit_coin.h"
 #include "cache/admit_round.h"
 #include "common/align.h"
 #include "common/courier.h"
@@ -26,6 +25,7 @@ void fl_config_default(fl_config *cfg) {
   cfg->budget_bytes = 1ull << 30;
   cfg->max_load = 0.5;
   cfg->admit_probability = 0.5;
+  cfg->admit_policy = FL_ADMIT_COIN;
   cfg->high_watermark = 0.95;
   cfg->low_watermark = 0.80;
   cfg->seed = 0x5eed;
@@ -43,6 +43,10 @@ static fl_status check_config(const fl_config *cfg) {
   if (!(cfg->admit_probability >= 0.0 && cfg->admit_probability <= 1.0))
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
                    "config.admit_probability is %g: must be in [0, 1]", cfg->admit_probability);
+  if (cfg->admit_policy != FL_ADMIT_COIN && cfg->admit_policy != FL_ADMIT_TINYLFU)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
+                   "config.admit_policy %d is unknown: FL_ADMIT_COIN (0) or FL_ADMIT_TINYLFU (1)",
+                   (int)cfg->admit_policy);
   if (!(cfg->low_watermark > 0.0 && cfg->low_watermark < cfg->high_watermark &&
         cfg->high_watermark <= 1.0))
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
@@ -184,6 +188,7 @@ static fl_status alloc_parts(fl_cache *c) {
     p->index.kv = m + p->slots * 8;
     p->index.ts = c->fixed.cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
     st = fl_maint_index_reset(c, p);
+    if (st == FL_OK) st = fl_freq_create(c, p, bytes / rows);
     if (st == FL_OK && c->fixed.backend == FL_BACKEND_CUDA) st = fl_round_create(c, part);
     if (st != FL_OK) break;
   }
@@ -272,7 +277,9 @@ fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
   c->subscription = -1;
   pthread_mutex_init(&c->lock, NULL);
   fl_reclaim_init(&c->reclaim);
-  c->admit_threshold = fl_admit_threshold(cfg->admit_probability);
+  c->rule = (fl_admit_rule){.policy = cfg->admit_policy,
+                            .seed = cfg->seed,
+                            .threshold = fl_admit_threshold(cfg->admit_probability)};
   for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
   st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);
   if (st != FL_OK) {
@@ -330,6 +337,7 @@ void fl_cache_destroy(fl_cache *c) {
   if (c->fixed.cuda) fl_cuda_state_sync(c);
   for (uint32_t p = 0; c->parts && p < c->fixed.n_parts; p++) {
     fl_round_destroy(c, p);
+    fl_freq_destroy(c, &c->parts[p]);
     fl_pool_destroy(&c->parts[p].pool);
     fl_cache_mem_free(c, c->parts[p].index_mem);
     fl_cache_mem_free(c, c->parts[p].pool_mem);

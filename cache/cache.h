@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "cache/admit_rule.h"
 #include "cache/index.h"
 #include "cache/pool.h"
 #include "cache/query_side.h"
@@ -37,6 +38,12 @@ typedef struct fl_part {
   uint64_t dram_entries; /* live unified-index pointers into the store */
   uint64_t reserved_bytes; /* pool bytes of free slots on the CUDA reservoirs */
   struct fl_admit_round *round; /* CUDA admission rounds (admit_round.h), NULL on host */
+  /* FL_ADMIT_TINYLFU (admit_rule.h): the part's frequency sketch and its
+   * state, one allocation in the backend's memory (admit_freq.c); word and
+   * freq NULL under the coin. */
+  fl_sketch_view sketch;
+  fl_admit_freq *freq;
+  uint64_t sketch_sample;  /* additions between halvings */
 } fl_part;
 
 typedef struct fl_table_counters {
@@ -49,7 +56,7 @@ struct fl_cache {
   fl_cache_fixed fixed;       /* config, backend, store, tables, parts, threads */
   fl_encoding *encoding;
   fl_part *parts;             /* fixed.n_parts */
-  uint64_t admit_threshold;   /* fl_admit_threshold(cfg.admit_probability) */
+  fl_admit_rule rule;         /* the admission policy and the coin's threshold */
   int subscription;           /* store change-log subscription id */
 
   /* Guards index mutations, pools, reclamation, generations and the CUDA
@@ -87,6 +94,18 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
 /* Erases keys (host array); writes the removed slab addresses (0 = none). */
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs);
+
+/* --- TinyLFU's frequency state, per part (cache/admit_freq.c) --- */
+/* Allocates and zeroes the part's sketch (sized from the vectors its pool
+ * holds at the mean slot `mean_slot`) when the policy is TinyLFU. */
+fl_status fl_freq_create(fl_cache *c, fl_part *p, double mean_slot);
+void fl_freq_destroy(fl_cache *c, fl_part *p);
+/* Host backend, under c->lock: halves the sketch as the batch's additions
+ * (added to p->freq->additions) call for. */
+void fl_freq_age_host(fl_part *p);
+/* Host backend: ends an eviction that took victim_n entries whose estimates
+ * sum to victim_sum: they are the new victim frequency. */
+void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
 
 /* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
 /* Frees reclaimable slabs, trims unified entries, then evicts down to the

@@ -54,7 +54,9 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
     if (st != FL_OK) return st;
     unsigned long long *counters = dev;
     uint64_t *dlocs = (uint64_t *)((char *)dev + 16);
-    FL_CUDA_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, c->fixed.cuda->maint));
+    fl_evict_tally tally = {p->sketch, p->freq};
+    FL_CUDA_TRY(c, fl_launch_evict(p->index, kind, now, b, quota, dlocs, counters, tally,
+                                   c->fixed.cuda->maint));
     FL_CUDA_TRY(c, cudaMemcpyAsync(host, counters, 16, cudaMemcpyDeviceToHost, maint_stream(c)));
     FL_CUDA_TRY(c, cudaStreamSynchronize(maint_stream(c)));
     uint64_t n = ((unsigned long long *)host)[0];
@@ -66,14 +68,19 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
     *n_locs = n;
     return FL_OK;
   }
-  uint64_t in_b = 0;
+  uint64_t in_b = 0, victim_sum = 0;
+  int tally = p->freq && kind == FL_ENTRY_CACHED; /* TinyLFU's victims (admit_rule.h) */
   for (uint64_t i = 0; i < p->index.slots; i++) {
     if (!fl_index_is_kind(&p->index, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&p->index, i));
     if (bucket < b || (bucket == b && in_b++ >= quota)) continue;
+    uint64_t key = fl_index_key(&p->index, i);
     uint64_t l = fl_index_erase_slot(&p->index, i);
-    if (l != FL_LOC_NONE) locs[(*n_locs)++] = l;
+    if (l == FL_LOC_NONE) continue;
+    locs[(*n_locs)++] = l;
+    if (tally) victim_sum += fl_sketch_estimate(&p->sketch, key);
   }
+  if (tally) fl_freq_evicted_host(p, victim_sum, *n_locs);
   return FL_OK;
 }
 

@@ -39,23 +39,45 @@ __device__ void count_ages(fl_index_view v, fl_entry_kind kind, uint32_t now,
     if (local[b]) atomicAdd(&hist[b], (unsigned long long)local[b]);
 }
 
+// Adds a thread's victims to the tally: one atomic per warp (every lane
+// of the warp calls it, after its loop).
+__device__ void tally_victims(fl_evict_tally tally, unsigned long long sum,
+                              unsigned long long n) {
+  for (int d = 16; d > 0; d /= 2) {
+    sum += __shfl_down_sync(0xffffffffu, sum, d);
+    n += __shfl_down_sync(0xffffffffu, n, d);
+  }
+  if ((threadIdx.x & 31u) == 0 && n) {
+    atomicAdd(&tally.freq->victim_sum, sum);
+    atomicAdd(&tally.freq->victim_n, n);
+  }
+}
+
 // Tombstones the picked entries of `kind` (evict_pick.h): those older than
 // bucket b, and `quota` of bucket b, claimed through *in_b. At most cap are
 // taken, each claiming its place in locs through *taken before its erase,
 // so that no slab is removed without a place to go: the t-th taken goes to
 // locs[(at + t) % ring_cap] (a ring of ring_cap >= cap free places from at).
+// Cached entries taken are tallied for TinyLFU when tally.freq is set.
 __device__ void evict_picked(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
                              uint64_t quota, unsigned long long *in_b,
                              unsigned long long *taken, uint64_t *locs, uint64_t cap,
-                             uint64_t at, uint64_t ring_cap) {
+                             uint64_t at, uint64_t ring_cap, fl_evict_tally tally) {
+  unsigned long long sum = 0, n = 0;
+  bool counting = tally.freq && kind == FL_ENTRY_CACHED;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (!fl_index_is_kind(&v, i, kind)) continue;
     uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
     if (bucket < b || (bucket == b && atomicAdd(in_b, 1ull) >= quota)) continue;
     unsigned long long t = atomicAdd(taken, 1ull);
-    if (t < cap) locs[(at + t) % ring_cap] = fl_index_erase_slot(&v, i);
+    if (t >= cap) continue;
+    uint64_t key = fl_index_key(&v, i);
+    uint64_t loc = fl_index_erase_slot(&v, i);
+    locs[(at + t) % ring_cap] = loc;
+    if (counting && loc != FL_LOC_NONE) sum += fl_sketch_estimate(&tally.sketch, key), n++;
   }
+  if (counting) tally_victims(tally, sum, n);
 }
 
 __global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now,
@@ -64,8 +86,9 @@ __global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t n
 }
 
 __global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b, uint64_t quota,
-                             uint64_t *locs, unsigned long long *counters) {
-  evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots, 0, v.slots);
+                             uint64_t *locs, unsigned long long *counters, fl_evict_tally tally) {
+  evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots, 0, v.slots,
+               tally);
 }
 
 __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs) {
@@ -100,7 +123,7 @@ __global__ void round_pick(const fl_evict_in *in, fl_evict_dev d) {
 __global__ void round_evict(fl_index_view v, const fl_evict_in *in, fl_evict_dev d) {
   if (in->want)
     evict_picked(v, FL_ENTRY_CACHED, in->now, (uint32_t)d.pick[0], d.pick[1], &d.pick[2], d.taken,
-                 in->ring, in->want, in->at, in->ring_cap);
+                 in->ring, in->want, in->at, in->ring_cap, d.tally);
 }
 
 }  // namespace
@@ -138,10 +161,10 @@ extern "C" int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint
 
 extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
                                uint64_t quota, uint64_t *locs, unsigned long long *counters,
-                               void *stream) {
+                               fl_evict_tally tally, void *stream) {
   cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
-  void *params[] = {&v, &kind, &now, &b, &quota, &locs, &counters};
+  void *params[] = {&v, &kind, &now, &b, &quota, &locs, &counters, &tally};
   return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)evict_kernel,
                                grid_for(v.slots), kThreads, 0, params);
 }

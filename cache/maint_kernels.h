@@ -3,12 +3,22 @@
 #ifndef FL_CACHE_MAINT_KERNELS_H
 #define FL_CACHE_MAINT_KERNELS_H
 
+#include "cache/admit_rule.h"
 #include "cache/index.h"
 #include "common/launch_to.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* TinyLFU's victims (cache/admit_rule.h): an eviction of cached entries
+ * adds their sketch estimates and their number to freq's victim_sum and
+ * victim_n, which the next admission round folds into its victim
+ * frequency. freq NULL: no tally (the coin). */
+typedef struct fl_evict_tally {
+  fl_sketch_view sketch;
+  fl_admit_freq *freq;
+} fl_evict_tally;
 
 int fl_launch_index_reset(fl_index_view v, void *stream);
 /* hist: FL_AGE_BUCKETS device counters of entries of `kind`, zeroed by the
@@ -17,9 +27,10 @@ int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
                             unsigned long long *hist, void *stream);
 /* counters[0] = entries taken, their slabs written to locs (capacity
  * v.slots) in claim order, counters[1] = quota claims in bucket b; zeroed by
- * the launcher. */
+ * the launcher. Cached entries taken are tallied (fl_evict_tally). */
 int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
-                    uint64_t quota, uint64_t *locs, unsigned long long *counters, void *stream);
+                    uint64_t quota, uint64_t *locs, unsigned long long *counters,
+                    fl_evict_tally tally, void *stream);
 int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
                     void *stream);
 
@@ -44,6 +55,7 @@ typedef struct fl_evict_dev {
   unsigned long long *pick;  /* the picked bucket, its quota, claims of that quota */
   unsigned long long *taken; /* entries claimed, zero before the round: the index into
                                 locs, which may pass want (those past it are not taken) */
+  fl_evict_tally tally;
 } fl_evict_dev;
 
 /* Adds the eviction to `to` (a round's graph): the age histogram of cached

@@ -279,6 +279,14 @@ typedef enum fl_layout {
   FL_LAYOUT_PER_TABLE = 1 /* baseline: a static index and pool share per table */
 } fl_layout;
 
+/* How a missed vector earns its place in the cache (docs/API.md). */
+typedef enum fl_admit_policy {
+  FL_ADMIT_COIN = 0,   /* with probability admit_probability per missed lookup */
+  FL_ADMIT_TINYLFU = 1 /* when its recent frequency (a count-min sketch of the misses,
+                          8 to 16 bytes per vector the pool holds, outside budget_bytes)
+                          beats that of the entries the last eviction took */
+} fl_admit_policy;
+
 typedef struct fl_config {
   fl_backend backend;       /* default AUTO; env FL_BACKEND=host|cuda overrides AUTO */
   int device;               /* CUDA device ordinal, default 0 */
@@ -289,7 +297,8 @@ typedef struct fl_config {
   double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.5 */
   double admit_probability; /* a missed vector enters the cache with this probability per
                                missed lookup (1 - (1-p)^k for k lookups in one batch),
-                               default 0.5 */
+                               default 0.5; FL_ADMIT_COIN only */
+  fl_admit_policy admit_policy; /* default FL_ADMIT_COIN */
   double high_watermark;    /* pool use fraction that starts eviction, default 0.95 */
   double low_watermark;     /* eviction stops under this fraction, default 0.80 */
   uint64_t unified_entries; /* index entries pointing into the store, default 0 */

@@ -126,6 +126,7 @@ static const fl_python_layout_row fl_python_layout_rows_[] = {
     FL_FIELD_ROW(fl_config, budget_bytes),
     FL_FIELD_ROW(fl_config, max_load),
     FL_FIELD_ROW(fl_config, admit_probability),
+    FL_FIELD_ROW(fl_config, admit_policy),
     FL_FIELD_ROW(fl_config, high_watermark),
     FL_FIELD_ROW(fl_config, low_watermark),
     FL_FIELD_ROW(fl_config, unified_entries),

@@ -181,6 +181,9 @@ class CacheTest : public testing::TestWithParam<Param> {
     return s;
   }
 
+  // OracleWithAdmissionsAndEvictions under an admission policy.
+  void OracleUnderEviction(fl_admit_policy policy);
+
   // ConcurrentUpdatesNeverServeTornOrStaleRows with this zero-copy limit.
   void ConcurrentUpdates(uint64_t zero_copy_rows);
 
@@ -357,9 +360,12 @@ class CacheTest : public testing::TestWithParam<Param> {
   bool graphs_fail_ = false;
 };
 
-TEST_P(CacheTest, OracleWithAdmissionsAndEvictions) {
+// The oracle under constant eviction, admitting by `policy`.
+void CacheTest::OracleUnderEviction(fl_admit_policy policy) {
   // A budget far below the model (about 1.4 MB of vectors): constant eviction.
-  fl::Cache c = MakeCache(Config(512 << 10));
+  fl_config cfg = Config(512 << 10);
+  cfg.admit_policy = policy;
+  fl::Cache c = MakeCache(cfg);
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(1);
   for (int batch = 0; batch < 40; batch++) {
@@ -374,6 +380,56 @@ TEST_P(CacheTest, OracleWithAdmissionsAndEvictions) {
   EXPECT_GT(s.evictions, 0u);
   EXPECT_EQ(s.hits + s.misses + s.dram_hits, s.lookups);
   EXPECT_LE(s.pool_bytes + s.index_bytes, 512u << 10) << "budget exceeded";
+}
+
+TEST_P(CacheTest, OracleWithAdmissionsAndEvictions) { OracleUnderEviction(FL_ADMIT_COIN); }
+
+TEST_P(CacheTest, TinyLfuOracleWithAdmissionsAndEvictions) {
+  OracleUnderEviction(FL_ADMIT_TINYLFU);
+}
+
+// TinyLFU under a full pool (cache/admit_rule.h): once the pool has evicted
+// entries missed once, a row missed for the first time loses to them and a
+// row missed a second time wins. Only the wide table is queried.
+TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
+  fl_config cfg = Config(512 << 10);
+  cfg.admit_policy = FL_ADMIT_TINYLFU;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  const size_t wide = 2;
+  auto query = [&](const std::vector<uint64_t> &keys) {
+    std::vector<std::vector<uint64_t>> ids(tables_.size());
+    ids[wide] = keys;
+    QueryAndCheck(c.get(), ids, nullptr, false);
+  };
+  auto range = [](uint64_t from, uint64_t to) {
+    std::vector<uint64_t> v;
+    for (uint64_t k = from; k < to; k++) v.push_back(k);
+    return v;
+  };
+  // More distinct rows than the pool holds (at most pool_bytes / 256), once
+  // each: the pool fills, evicts its oldest, and the victims were used once.
+  uint64_t cap = Stats(c.get()).pool_bytes / (RowBytes(tables_[wide]));
+  ASSERT_LT(3 * cap + 100, tables_[wide].corpus_size);
+  for (uint64_t at = 0; at < 3 * cap; at += cap / 4) query(range(at, std::min(at + cap / 4, 3 * cap)));
+  if (HasFatalFailure()) return;
+  fl_cache_stats s = Stats(c.get());
+  ASSERT_GT(s.evictions, 0u);
+  // One batch: 100 rows of the first batch (missed once before, evicted
+  // first) and 100 rows never seen.
+  std::vector<uint64_t> seen = range(0, 100), fresh = range(3 * cap, 3 * cap + 100), both = seen;
+  both.insert(both.end(), fresh.begin(), fresh.end());
+  query(both);
+  auto hits_of = [&](const std::vector<uint64_t> &keys) {
+    uint64_t before = Stats(c.get()).hits;
+    query(keys);
+    return Stats(c.get()).hits - before;
+  };
+  uint64_t fresh_hits = hits_of(fresh), seen_hits = hits_of(seen);
+  // A fresh row's four counters may all have been raised by others
+  // (a few per cent): it then looks used twice.
+  EXPECT_LE(fresh_hits, 15u) << "rows missed once were admitted over victims missed once";
+  EXPECT_GE(seen_hits, 90u) << "rows missed twice were not admitted";
 }
 
 // Heavy churn over a pool of many pages: classes grow, evict, give pages back
@@ -1493,6 +1549,10 @@ TEST(CacheConfig, BadConfigsGetAClearStatus) {
   cfg.backend = FL_BACKEND_HOST;
   cfg.admit_probability = 1.5;
   expect(FL_ERR_INVALID_ARGUMENT, "admit_probability");
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.admit_policy = (fl_admit_policy)7;
+  expect(FL_ERR_INVALID_ARGUMENT, "admit_policy");
   EXPECT_EQ(fl_cache_create(nullptr, &cfg, &c), FL_ERR_INVALID_ARGUMENT);
   if (fl_cuda_device_count() == 0) {
     fl_config_default(&cfg);

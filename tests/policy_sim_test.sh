@@ -13,7 +13,7 @@ T="${TEST_TMPDIR:-/tmp}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$SIM" --help > "$T/help.txt" || fail "--help exits 0"
-for o in --vectors --policies tinylfu --budget-pct --switch-at; do
+for o in --vectors --policies tinylfu --budget-pct --switch-at --admit-policy; do
   grep -q -- "$o" "$T/help.txt" || fail "--help names $o"
 done
 
@@ -69,6 +69,24 @@ run = json.load(open(sys.argv[2]))["runs"][0]
 assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
 PY
 
+# The fleche row under TinyLFU admission (--admit-policy) is the library
+# too: replay with the same policy and budget hits as often, and more often
+# than the coin on this trace.
+"$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet \
+  --policies fleche --admit-policy tinylfu --json "$T/t.json" > /dev/null || fail "tinylfu row"
+FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
+  --budget-bytes "$budget" --admit-policy tinylfu --quiet --json "$T/rt.json" > /dev/null \
+  || fail "replay --admit-policy tinylfu"
+python3 - "$T/t.json" "$T/rt.json" "$T/g.json" <<'PY' || fail "the tinylfu fleche row equals replay's hits"
+import json, sys
+sim = json.load(open(sys.argv[1]))["policies"][0]
+run = json.load(open(sys.argv[2]))["runs"][0]
+coin = [p for p in json.load(open(sys.argv[3]))["policies"] if p["name"] == "fleche"][0]
+assert sim["name"] == "fleche", sim
+assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
+assert sim["hits"] > coin["hits"], (sim["hits"], coin["hits"])
+PY
+
 # The hot set moves halfway; the vectors those of a 1% cache (1 MiB).
 "$SIM" --tables 200000,3000,500000 --scale 1 --batch 256 --batches 64 --switch-at 32 --budget-pct 1 \
   --quiet --json "$T/s.json" > "$T/s.txt" || fail "switching trace"
@@ -92,6 +110,8 @@ rc=0; "$SIM" --policies lru,belady 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "an unknown policy exits 2, got $rc"
 rc=0; "$SIM" --vectors 0 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "--vectors 0 exits 2, got $rc"
+rc=0; "$SIM" --admit-policy lru 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "an unknown --admit-policy exits 2, got $rc"
 rc=0; "$SIM" --compare 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "--compare exits 2, got $rc"
 echo PASS

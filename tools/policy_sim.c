@@ -39,8 +39,9 @@ static void usage(FILE *f) {
         f);
   fl_replay_print_options(f);
   fputs("  (policy_sim: --batch sets the batches of the simulation too; --json writes\n"
-        "  the table; --admit and --threads apply to the fleche row; --compare,\n"
-        "  --unified, --layout, --backend, --store, --plot and --prepared do not apply)\n"
+        "  the table; --admit, --admit-policy and --threads apply to the fleche row;\n"
+        "  --compare, --unified, --layout, --backend, --store, --plot and --prepared\n"
+        "  do not apply)\n"
         "  -h, --help          this text\n",
         f);
 }

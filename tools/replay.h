@@ -31,6 +31,7 @@ typedef struct fl_replay_opts {
   uint64_t budget_bytes;    /* overrides budget_pct when non-zero */
   uint64_t unified;         /* unified index entries */
   double admit;             /* admission probability, < 0 = library default */
+  int admit_policy;         /* an fl_admit_policy, < 0 = library default */
   fl_layout layout;
   int compare;              /* run flat and per-table */
   fl_backend backend;

@@ -18,6 +18,7 @@ void fl_replay_opts_default(fl_replay_opts *o) {
   o->dtype = FL_FP32;
   o->budget_pct = 5;
   o->admit = -1;
+  o->admit_policy = -1;
   o->layout = FL_LAYOUT_FLAT;
   o->backend = FL_BACKEND_AUTO;
   o->dram_budget_pct = 20;
@@ -42,7 +43,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
-      "--admit", "--layout", "--backend", "--threads", "--model", "--model-npy",
+      "--admit", "--admit-policy", "--layout", "--backend", "--threads", "--model", "--model-npy",
       "--model-hugectr", "--store", "--store-ns", "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
@@ -97,6 +98,11 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--admit")) {
     int r = fl_opt_double(a, v, 0, &o->admit);
     return r > 0 && o->admit > 1 ? fl_opt_bad(a, v, "a probability in [0, 1]") : r;
+  }
+  if (!strcmp(a, "--admit-policy")) {
+    if (!strcmp(v, "coin")) return o->admit_policy = FL_ADMIT_COIN, 1;
+    if (!strcmp(v, "tinylfu")) return o->admit_policy = FL_ADMIT_TINYLFU, 1;
+    return fl_opt_bad(a, v, "coin or tinylfu");
   }
   if (!strcmp(a, "--tables")) return o->tables = v, 1;
   if (!strcmp(a, "--model")) return o->model = v, 1;
@@ -156,7 +162,8 @@ void fl_replay_print_options(FILE *f) {
       "  --budget-pct P      cache memory as % of the model's bytes, at least 1 MiB [5]\n"
       "  --budget-bytes N    cache memory in bytes (overrides --budget-pct)\n"
       "  --unified N         unified index entries [0]\n"
-      "  --admit P           admission probability [library default]\n"
+      "  --admit P           the coin's admission probability [library default]\n"
+      "  --admit-policy A    coin|tinylfu (fl_config.admit_policy) [library default]\n"
       "  --layout L          flat|per-table [flat]\n"
       "  --compare           run flat and per-table, print the ratios\n"
       "  --backend B         auto|host|cuda [auto; env FL_BACKEND]\n"

@@ -273,6 +273,7 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
   cfg.budget_bytes = fl_workload_budget(w, o);
   cfg.unified_entries = o->unified;
   if (o->admit >= 0) cfg.admit_probability = o->admit;
+  if (o->admit_policy >= 0) cfg.admit_policy = (fl_admit_policy)o->admit_policy;
   cfg.host_threads = o->threads;
   fl_status s = fl_cache_create(w->store, &cfg, out);
   if (s != FL_OK) {

@@ -19,7 +19,8 @@ from ._lib import lib as L
 from ._prepared import PreparedQuery, _Binding
 from ._stats import CacheStats, CacheTableStats
 from ._store import Store
-from ._tables import _BACKEND_NAMES, _BACKENDS, _ENCODINGS, _LAYOUTS, _MISSING, TableRef, _choice
+from ._tables import (_ADMIT_POLICIES, _BACKEND_NAMES, _BACKENDS, _ENCODINGS, _LAYOUTS, _MISSING,
+                      TableRef, _choice)
 from .errors import InvalidArgument, from_status
 
 
@@ -51,12 +52,16 @@ class Cache(_Owner):
     stats().zero_copy_limit; 0: never).
     backend "auto" picks CUDA when a GPU is usable (env FL_BACKEND=host|cuda
     overrides "auto"). missing: "zero" (absent hashed ids
-    answer zero vectors) or "error" (queries raise NotFound).
+    answer zero vectors) or "error" (queries raise NotFound). admit_policy:
+    "coin" (admit_probability per missed lookup) or "tinylfu" (a missed vector
+    enters when its recent frequency beats the evicted entries'); None keeps
+    the library default.
     """
 
     def __init__(self, store: Store, *, budget_bytes: Optional[int] = None,
                  backend: str = "auto", layout: str = "flat",
-                 admit_probability: Optional[float] = None, key_bits: Optional[int] = None,
+                 admit_probability: Optional[float] = None,
+                 admit_policy: Optional[str] = None, key_bits: Optional[int] = None,
                  unified_entries: Optional[int] = None, host_threads: Optional[int] = None,
                  missing: str = "zero", device: Optional[int] = None,
                  encoding: str = "size_aware", max_load: Optional[float] = None,
@@ -71,6 +76,8 @@ class Cache(_Owner):
         cfg.layout = _choice("layout", layout, _LAYOUTS)
         cfg.encoding = _choice("encoding", encoding, _ENCODINGS)
         cfg.missing = _choice("missing", missing, _MISSING)
+        if admit_policy is not None:
+            cfg.admit_policy = _choice("admit_policy", admit_policy, _ADMIT_POLICIES)
         cfg.profile = int(bool(profile))
         for name, value in (("budget_bytes", budget_bytes), ("admit_probability", admit_probability),
                             ("key_bits", key_bits), ("unified_entries", unified_entries),

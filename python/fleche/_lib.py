@@ -48,6 +48,7 @@ FL_MISSING_ZERO, FL_MISSING_ERROR = 0, 1
 FL_ENCODING_SIZE_AWARE, FL_ENCODING_FIXED = 0, 1
 FL_BACKEND_AUTO, FL_BACKEND_HOST, FL_BACKEND_CUDA = 0, 1, 2
 FL_LAYOUT_FLAT, FL_LAYOUT_PER_TABLE = 0, 1
+FL_ADMIT_COIN, FL_ADMIT_TINYLFU = 0, 1
 
 
 class fl_table_desc(Structure):
@@ -107,6 +108,7 @@ class fl_config(Structure):
         ("budget_bytes", c_uint64),
         ("max_load", c_double),
         ("admit_probability", c_double),
+        ("admit_policy", c_int),
         ("high_watermark", c_double),
         ("low_watermark", c_double),
         ("unified_entries", c_uint64),

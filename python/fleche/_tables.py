@@ -23,6 +23,7 @@ _BACKENDS = {"auto": _lib.FL_BACKEND_AUTO, "host": _lib.FL_BACKEND_HOST,
              "cuda": _lib.FL_BACKEND_CUDA}
 _BACKEND_NAMES = {v: k for k, v in _BACKENDS.items()}
 _LAYOUTS = {"flat": _lib.FL_LAYOUT_FLAT, "per_table": _lib.FL_LAYOUT_PER_TABLE}
+_ADMIT_POLICIES = {"coin": _lib.FL_ADMIT_COIN, "tinylfu": _lib.FL_ADMIT_TINYLFU}
 _ENCODINGS = {"size_aware": _lib.FL_ENCODING_SIZE_AWARE, "fixed": _lib.FL_ENCODING_FIXED}
 
 
