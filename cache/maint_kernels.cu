@@ -53,6 +53,23 @@ __device__ void tally_victims(fl_evict_tally tally, unsigned long long sum,
   }
 }
 
+// Consecutive tickets of *counter for the lanes of the warp here that want
+// one, with one atomic a warp instead of one a lane: an eviction burst
+// claims hundreds of thousands of tickets, which lane by lane serialize on
+// one address while the kernel holds every SM and the queries beside it
+// wait. Lanes that want none get 0.
+__device__ unsigned long long warp_claim(unsigned long long *counter, bool want) {
+  const unsigned here = __activemask();
+  const unsigned wanting = __ballot_sync(here, want);
+  if (!want) return 0;
+  const unsigned lane = threadIdx.x & 31u;
+  const int leader = __ffs(wanting) - 1;
+  unsigned long long base = 0;
+  if ((int)lane == leader) base = atomicAdd(counter, (unsigned long long)__popc(wanting));
+  base = __shfl_sync(wanting, base, leader);
+  return base + __popc(wanting & ((1u << lane) - 1u));
+}
+
 // Tombstones the picked entries of `kind` (evict_pick.h): those older than
 // bucket b, and `quota` of bucket b, claimed through *in_b. At most cap are
 // taken, each claiming its place in locs through *taken before its erase,
@@ -67,11 +84,14 @@ __device__ void evict_picked(fl_index_view v, fl_entry_kind kind, uint32_t now, 
   bool counting = tally.freq && kind == FL_ENTRY_CACHED;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
        i += (uint64_t)gridDim.x * blockDim.x) {
-    if (!fl_index_is_kind(&v, i, kind)) continue;
-    uint32_t bucket = fl_index_age_bucket(now, *fl_index_ts(&v, i));
-    if (bucket < b || (bucket == b && atomicAdd(in_b, 1ull) >= quota)) continue;
-    unsigned long long t = atomicAdd(taken, 1ull);
-    if (t >= cap) continue;
+    // Every lane reaches both claims (warp_claim), wanting a ticket or not.
+    const bool live = fl_index_is_kind(&v, i, kind);
+    const uint32_t bucket = live ? fl_index_age_bucket(now, *fl_index_ts(&v, i)) : 0;
+    const bool at_b = live && bucket == b;
+    bool take = live && bucket > b;
+    if (warp_claim(in_b, at_b) < quota && at_b) take = true;
+    unsigned long long t = warp_claim(taken, take);
+    if (!take || t >= cap) continue;
     uint64_t key = fl_index_key(&v, i);
     uint64_t loc = fl_index_erase_slot(&v, i);
     locs[(at + t) % ring_cap] = loc;
