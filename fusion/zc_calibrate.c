@@ -7,7 +7,8 @@
  *     synchronized,
  * at row counts from 64 to 4,096 (fewer for wide rows), each the median of
  * a few runs, alternating paths; the limit is the count where reading in
- * place stops paying (fl_zc_limit_of). The in-place reads are bound by
+ * place stops paying by a margin (fl_zc_limit_of, FL_ZC_MARGIN). The
+ * in-place reads are bound by
  * latency until every warp has a row, then by PCIe's request rate; the
  * host's by its gather and the upload: neither is one line, hence the
  * points. Both include the launch or copy and the synchronization that the
@@ -139,7 +140,7 @@ fl_status fl_zc_calibrate(fl_cache *c) {
   if (st == FL_OK) st = measure(&p, &n, rows, zc_ns, host_ns);
   probe_free(&p);
   if (st != FL_OK) return st;
-  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n);
+  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n, FL_ZC_MARGIN);
   /* No batch would read in place: the store's pages need not stay locked. */
   if (!cs->zc_limit) fl_cuda_state_unmap(c);
   return FL_OK;

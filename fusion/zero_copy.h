@@ -41,24 +41,33 @@ FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
   return fl_zc_take(qualify, limit) ? all - qualify : all;
 }
 
+/* How much cheaper reading in place must time to count as paying: the
+ * calibration times one stream alone, while in place a fetch holds PCIe
+ * round trips and the GPU's warps beside other queries' work; and where
+ * the two paths are within noise of each other, the choice must not flip
+ * from one cache to the next (on the H100 it did without a margin: a
+ * limit of 0 or 4,096 for the same store). */
+#define FL_ZC_MARGIN 1.25
+
 /* The limit from both paths timed at the same row counts rows[0..n)
  * (ascending): zc_ns and host_ns, each fetch's ns. In place pays where
- * d = host - zc >= 0. The limit is the count where d turns negative after
- * its first stretch of non-negative points, d taken as a line between two
- * points; the last point when d is still non-negative there (nothing was
- * measured beyond it: a batch's many rows stay with the host, whose gather
- * scales with threads while the PCIe reads do not). 0 when in place pays
- * at no point. A batch takes the device path for its few rows, never for
- * its many (fl_zc_take), so counts below the first paying point follow it
- * too: there both paths cost about a launch and a synchronization. */
+ * d = host - margin * zc >= 0. The limit is the count where d turns
+ * negative after its first stretch of non-negative points, d taken as a
+ * line between two points; the last point when d is still non-negative
+ * there (nothing was measured beyond it: a batch's many rows stay with the
+ * host, whose gather scales with threads while the PCIe reads do not). 0
+ * when in place pays at no point. A batch takes the device path for its
+ * few rows, never for its many (fl_zc_take), so counts below the first
+ * paying point follow it too: there both paths cost about a launch and a
+ * synchronization. */
 FL_HD uint64_t fl_zc_limit_of(const double *rows, const double *zc_ns, const double *host_ns,
-                              int n) {
+                              int n, double margin) {
   int i = 0;
-  while (i < n && host_ns[i] < zc_ns[i]) i++;
+  while (i < n && host_ns[i] < margin * zc_ns[i]) i++;
   if (i == n) return 0;
-  while (i + 1 < n && host_ns[i + 1] >= zc_ns[i + 1]) i++;
+  while (i + 1 < n && host_ns[i + 1] >= margin * zc_ns[i + 1]) i++;
   if (i + 1 == n) return (uint64_t)rows[i];
-  double d0 = host_ns[i] - zc_ns[i], d1 = host_ns[i + 1] - zc_ns[i + 1];
+  double d0 = host_ns[i] - margin * zc_ns[i], d1 = host_ns[i + 1] - margin * zc_ns[i + 1];
   return (uint64_t)(rows[i] + (rows[i + 1] - rows[i]) * d0 / (d0 - d1));
 }
 

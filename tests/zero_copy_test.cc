@@ -13,10 +13,11 @@ extern "C" {
 
 namespace {
 
-// The limit from fetch times at 64, 256, 1024, 4096 rows (the first n of them).
-uint64_t Limit(std::vector<double> zc, std::vector<double> host) {
+// The limit from fetch times at 64, 256, 1024, 4096 rows (the first n of
+// them), in place paying when no dearer (margin 1) or by `margin`.
+uint64_t Limit(std::vector<double> zc, std::vector<double> host, double margin = 1.0) {
   const double rows[] = {64, 256, 1024, 4096};
-  return fl_zc_limit_of(rows, zc.data(), host.data(), (int)zc.size());
+  return fl_zc_limit_of(rows, zc.data(), host.data(), (int)zc.size(), margin);
 }
 
 TEST(ZeroCopyLimit, WhereInPlaceStopsPaying) {
@@ -45,6 +46,15 @@ TEST(ZeroCopyLimit, StillPayingAtTheLastPointStopsThere) {
   EXPECT_EQ(Limit({10e3, 20e3, 30e3, 60e3}, {20e3, 30e3, 38e3, 64e3}), 4096u);
   EXPECT_EQ(Limit({10e3, 20e3, 30e3, 60e3}, {20e3, 30e3, 38e3, 70e3}), 4096u);
   EXPECT_EQ(Limit({10e3}, {20e3}), 64u);
+}
+
+TEST(ZeroCopyLimit, InPlaceMustWinByTheMargin) {
+  // 10% cheaper in place everywhere: no limit under the default margin.
+  EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {11e3, 22e3, 44e3, 110e3}, FL_ZC_MARGIN), 0u);
+  EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {11e3, 22e3, 44e3, 110e3}), 4096u);
+  // Half the cost at 64 and 256 rows, even at 1,024: with the margin, d =
+  // host - 1.25 zc is 7.5 and 15 us, then -10 us: 0 at 256 + 768 * 15 / 25.
+  EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {20e3, 40e3, 40e3, 60e3}, 1.25), 256u + 768u * 15 / 25);
 }
 
 TEST(ZeroCopyTake, BatchesUpToTheLimitOnly) {

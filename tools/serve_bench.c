@@ -42,8 +42,10 @@ static fl_status warm_up(fl_serve_ctx *x, fl_serve_warm *w) {
   }
   w->seconds = fl_now_s() - t0;
   x->est_rps = w->rps;
-  fprintf(stderr, "warm-up: %u rounds, hit rate %.2f%%, %.0f req/s\n", w->rounds, 100 * w->hit_rate,
-          w->rps);
+  fl_cache_stats st;
+  if (fl_cache_stats_get(x->cache, &st, NULL, 0) != FL_OK) st.zero_copy_limit = 0;
+  fprintf(stderr, "warm-up: %u rounds, hit rate %.2f%%, %.0f req/s; zero_copy_limit %llu\n",
+          w->rounds, 100 * w->hit_rate, w->rps, (unsigned long long)st.zero_copy_limit);
   return FL_OK;
 }
 
