@@ -138,11 +138,12 @@ TEST(AdmitRule, TinyLfuAdmitsWhatBeatsTheVictims) {
   EXPECT_EQ(victim, FL_VICTIM_ONE);
   EXPECT_FALSE(fl_admit_wins(&r, 1, 9, 1, 1, victim));
   EXPECT_TRUE(fl_admit_wins(&r, 1, 9, 1, 2, victim));
-  // A mean between uses: 1.5 is beaten by 2, not by 1.
+  // A row must beat the victims' mean by half a use: 1.5 is beaten by 3,
+  // not by 2.
   victim = fl_admit_victim(3, 2, 0);
   EXPECT_EQ(victim, FL_VICTIM_ONE * 3 / 2);
-  EXPECT_FALSE(fl_admit_wins(&r, 1, 9, 1, 1, victim));
-  EXPECT_TRUE(fl_admit_wins(&r, 1, 9, 1, 2, victim));
+  EXPECT_FALSE(fl_admit_wins(&r, 1, 9, 1, 2, victim));
+  EXPECT_TRUE(fl_admit_wins(&r, 1, 9, 1, 3, victim));
   // An eviction that took nothing keeps the last victim.
   EXPECT_EQ(fl_admit_victim(0, 0, victim), victim);
   // Victims at the ceiling: a saturated row still wins, so admission
