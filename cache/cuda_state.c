@@ -8,6 +8,7 @@
 
 #include "cache/admit_kernels.h"
 #include "cache/cache.h"
+#include "common/clock.h"
 #include "common/courier.h"
 #include "common/cuda_check.h"
 #include "dram_store/store_internal.h"
@@ -193,23 +194,24 @@ fl_status fl_event_get(fl_cache *c, void **event) {
   return FL_OK;
 }
 
-/* Grows a device/pinned buffer pair to at least the asked sizes (1.5x slack so
- * slowly growing batches do not reallocate every time). */
-static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t want_dev, void **host,
-                      size_t *host_bytes, size_t want_host) {
-  if (want_dev > *dev_bytes) {
+/* Grows a device/pinned buffer pair that holds less than the needed sizes
+ * to the `to` sizes (at least as large) with 1.5x slack, so that slowly
+ * growing batches do not reallocate every time. */
+static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t need_dev, size_t to_dev,
+                      void **host, size_t *host_bytes, size_t need_host, size_t to_host) {
+  if (need_dev > *dev_bytes) {
     cudaFree(*dev);
     *dev = NULL;
     *dev_bytes = 0;
-    size_t n = want_dev + want_dev / 2;
+    size_t n = to_dev + to_dev / 2;
     FL_CUDA_TRY(c, cudaMalloc(dev, n));
     *dev_bytes = n;
   }
-  if (want_host > *host_bytes) {
+  if (need_host > *host_bytes) {
     cudaFreeHost(*host);
     *host = NULL;
     *host_bytes = 0;
-    size_t n = want_host + want_host / 2;
+    size_t n = to_host + to_host / 2;
     FL_CUDA_TRY(c, cudaMallocHost(host, n));
     *host_bytes = n;
   }
@@ -219,8 +221,8 @@ static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t want_de
 fl_status fl_cuda_state_maint_buffers(fl_cache *c, size_t dev_bytes, size_t host_bytes, void **dev,
                                 void **host) {
   fl_cuda_state *s = c->fixed.cuda;
-  fl_status st = grow(c, &s->m_dev, &s->m_dev_bytes, dev_bytes, &s->m_host, &s->m_host_bytes,
-                      host_bytes);
+  fl_status st = grow(c, &s->m_dev, &s->m_dev_bytes, dev_bytes, dev_bytes, &s->m_host,
+                      &s->m_host_bytes, host_bytes, host_bytes);
   *dev = s->m_dev;
   *host = s->m_host;
   return st;
@@ -252,11 +254,13 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
  * H100, a replay batch that allocates a third set takes 35-53 ms). */
 #define FL_SCRATCH_PENDING_MAX 2
 
-fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
-                                  uint32_t part, fl_scratch **out) {
+fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, uint32_t part,
+                             fl_scratch **out, uint64_t *wait_ns, uint64_t *grow_ns) {
   fl_cuda_state *s = c->fixed.cuda;
   fl_status st = FL_OK;
   pthread_mutex_lock(&s->scratch_lock);
+  if (dev_bytes > s->want_dev) s->want_dev = dev_bytes;
+  if (host_bytes > s->want_host) s->want_host = host_bytes;
   fl_scratch *x = NULL;
   for (;;) {
     fl_scratch *pending = NULL;
@@ -276,6 +280,7 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
     if (x || n_pending < FL_SCRATCH_PENDING_MAX) break;
     /* Another query may take it meanwhile: look again after the wait. */
     pthread_mutex_unlock(&s->scratch_lock);
+    uint64_t t0 = fl_now_ns();
     /* Rather than wait for the courier, shed a round of this part it has
      * not started: it frees its set at once, and this batch's round would
      * shed it anyway (the courier is busy: rounds still run at its pace).
@@ -287,8 +292,10 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
       for (size_t i = 0; i < n_posted && !shed; i++) shed = fl_courier_shed(c->courier, posted[i]);
       if (!shed) set_wait(c, pending);
     }
+    *wait_ns += fl_now_ns() - t0;
     pthread_mutex_lock(&s->scratch_lock);
   }
+  uint64_t t_grow = fl_now_ns();
   if (!x) {
     if (!s->scratch) {
       /* Sets are referenced by pointer while in use: one array, never moved. */
@@ -317,9 +324,12 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes,
     x->admit_done = admitted;
   }
   x->in_use = 1;
+  size_t to_dev = s->want_dev, to_host = s->want_host;
   pthread_mutex_unlock(&s->scratch_lock);
   size_t had_bytes = x->dev_bytes;
-  st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, &x->host, &x->host_bytes, host_bytes);
+  st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, to_dev, &x->host, &x->host_bytes, host_bytes,
+            to_host);
+  *grow_ns += fl_now_ns() - t_grow;
   /* New device memory holds no empty set, even at the old address. */
   if (x->dev_bytes != had_bytes) x->clean_set = NULL;
   if (st != FL_OK) {

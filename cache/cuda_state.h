@@ -56,6 +56,11 @@ typedef struct fl_cuda_state {
   pthread_mutex_t scratch_lock; /* guards the sets' in_use and n_scratch (a leaf lock) */
   fl_scratch *scratch;         /* query scratch sets */
   size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
+  /* The largest sizes any query asked of a set (under scratch_lock): a set
+   * that must grow grows to them, so that the sets of a cache serving
+   * batches of many sizes soon stop growing (a growth frees and allocates
+   * device and pinned memory, which waits for the whole device). */
+  size_t want_dev, want_host;
   /* Zero-copy reads (fusion/zero_copy.h): the most qualifying rows a batch
    * reads in place (0: none, the store not mapped; with FL_ZERO_COPY_AUTO,
    * 0 until fusion/zc_calibrate.c sets it at create), per table its dense rows
@@ -91,8 +96,11 @@ fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size
  * own round would shed it anyway), else waits for a set instead of making a
  * new one. Takes no cache lock. */
 #define FL_NO_PART 0xffffffffu
+/* Adds to *wait_ns the time spent waiting for a set and to *grow_ns the
+ * time spent making or growing one. */
 fl_status fl_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
-                                  uint32_t part, fl_scratch **out);
+                             uint32_t part, fl_scratch **out, uint64_t *wait_ns,
+                             uint64_t *grow_ns);
 /* Marks a set a prepared query keeps for all its runs: other queries never
  * wait for it or shed its rounds. */
 void fl_scratch_keep(struct fl_cache *c, fl_scratch *s);

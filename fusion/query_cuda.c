@@ -264,7 +264,8 @@ fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
   fl_run_layout l;
   fl_run_layout_plan(&b, 0, 0, &l);
   fl_scratch *x;
-  fl_status st = fl_scratch_acquire(c, l.total, l.host_total, FL_NO_PART, &x);
+  uint64_t wait_ns = 0, grow_ns = 0;
+  fl_status st = fl_scratch_acquire(c, l.total, l.host_total, FL_NO_PART, &x, &wait_ns, &grow_ns);
   if (st == FL_OK) fl_scratch_release(c, x);
   return st;
 }

@@ -184,7 +184,9 @@ fl_status fl_run_setup_new(fl_part_batch *b, fl_run_setup *s) {
   uint64_t host_ids, out_bytes;
   resolve_args(b, s->dargs, &host_ids, &out_bytes);
   fl_run_layout_plan(b, host_ids, out_bytes, &s->l);
-  fl_status st = fl_scratch_acquire(c, s->l.total, s->l.host_total, b->part, &s->x);
+  fl_query_timing *tm = fl_query_timing_here();
+  fl_status st = fl_scratch_acquire(c, s->l.total, s->l.host_total, b->part, &s->x,
+                                    &tm->setup_wait_ns, &tm->setup_grow_ns);
   if (st != FL_OK) {
     fl_run_setup_free(c, s);
     return st;

@@ -366,6 +366,10 @@ typedef struct fl_query_timing {
                             (CUDA admits on the cache's own thread) */
   uint64_t missed;       /* missed positions */
   uint64_t fetched_rows; /* distinct rows the host fetched from the store */
+  uint64_t setup_wait_ns; /* CUDA: of setup_ns, waiting for a scratch set that an admission
+                             round or a query's stream still used */
+  uint64_t setup_grow_ns; /* CUDA: of setup_ns, making or growing a set (device and pinned
+                             allocations, which wait for the whole device) */
 } fl_query_timing;
 void fl_query_timing_last(fl_query_timing *out);
 

@@ -740,6 +740,7 @@ TEST_P(CacheTest, TimingOfTheLastCallMatchesItsCounts) {
     EXPECT_EQ(t.fetched_rows, s.unique_misses - s.zero_copy_rows) << "pass " << pass;
     EXPECT_GT(t.total_ns, 0u);
     EXPECT_LE(t.setup_ns + t.index_ns + t.fetch_ns + t.admission_ns, t.total_ns);
+    EXPECT_LE(t.setup_wait_ns + t.setup_grow_ns, t.setup_ns);
     if (pass == 0) {
       EXPECT_GT(t.missed, 0u);
       EXPECT_GT(t.fetch_ns, 0u);
