@@ -12,7 +12,7 @@ out="${1:-gpu-out}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 rc=0
-for t in cache_test encoding_test store_test; do
+for t in cache_test encoding_test store_test admit_sketch_test; do
   echo "== $t"
   "$here/$t" --gtest_output="xml:$out/$t.xml" >"$out/$t.log" 2>&1 || rc=1
   tail -n 3 "$out/$t.log"
