@@ -153,14 +153,16 @@ static void op_stats(state *x) {
 /* The cache's configuration from the first input byte. */
 static void draw_config(fuzz_bytes *b, fl_config *cfg) {
   static const uint64_t budgets[4] = {4096, 12288, 100000, 400000};
-  static const double admit[4] = {1.0, 0.5, 0.0, 0.25};
-  uint32_t k = (uint32_t)fuzz_take(b, 1);
+  static const double admit[3] = {1.0, 0.5, 0.0};
+  uint32_t k = (uint32_t)fuzz_take(b, 1), a = (k >> 2) & 3;
   fl_config_default(cfg);
   cfg->backend = FL_BACKEND_HOST;
   cfg->host_threads = 1;
   cfg->key_bits = k & 1 ? 32 : 64;
   cfg->layout = k & 2 ? FL_LAYOUT_PER_TABLE : FL_LAYOUT_FLAT;
-  cfg->admit_probability = admit[(k >> 2) & 3];
+  /* The coin at three probabilities, or TinyLFU (cache/admit_rule.h). */
+  if (a < 3) cfg->admit_probability = admit[a];
+  else cfg->admit_policy = FL_ADMIT_TINYLFU;
   cfg->missing = k & 16 ? FL_MISSING_ERROR : FL_MISSING_ZERO;
   cfg->budget_bytes = budgets[(k >> 5) & 3];
   cfg->encoding = k & 128 ? FL_ENCODING_FIXED : FL_ENCODING_SIZE_AWARE;

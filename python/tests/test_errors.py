@@ -117,6 +117,8 @@ def test_bad_cache_configs(store):
         fleche.Cache(store, backend="tpu")
     with pytest.raises(fleche.InvalidArgument, match="budget_bytes"):
         fleche.Cache(store, backend="host", budget_bytes=-1)
+    with pytest.raises(fleche.InvalidArgument, match="admit_policy"):
+        fleche.Cache(store, backend="host", admit_policy="lru")
 
 
 @pytest.mark.skipif(fleche.cuda_device_count() > 0, reason="a GPU is present")

@@ -36,6 +36,22 @@ def test_random_batches_all_tables_match_store(store, cache, batches):
     assert st.hits > 0 and st.misses > 0 and st.admissions > 0
 
 
+def test_tinylfu_admission_answers_like_the_store(store):
+    # A pool far smaller than the model: TinyLFU admits and evicts
+    # (cache/admit_rule.h); every answer is still the store's row.
+    with fleche.Cache(store, budget_bytes=256 << 10, backend="host", host_threads=2,
+                      admit_policy="tinylfu") as cache:
+        rng = np.random.default_rng(11)
+        for _ in range(20):
+            q = {t.name: random_ids(rng, t, int(rng.integers(1, 400)), miss_fraction=0.2)
+                 for t in store.tables}
+            got = cache.query(q)
+            for name, ids in q.items():
+                np.testing.assert_array_equal(got[name], store.gather(name, ids))
+        st = cache.stats()
+        assert st.hits > 0 and st.admissions > 0
+
+
 def test_misses_are_zero_rows_and_counted(store, cache):
     absent = np.array([1 << 63 | 5, 1 << 63 | 6, 1 << 63 | 5], dtype=np.uint64)
     got = cache.query({"item": absent})["item"]
