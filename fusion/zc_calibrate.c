@@ -1,8 +1,14 @@
 /* zc_calibrate.c: the zero-copy limit a cache picks by itself
  * (cfg.zero_copy_rows FL_ZERO_COPY_AUTO, zero_copy.h). At create, both miss
  * paths fetch the same random rows of the store's largest dense table:
- *   - in place: the zero-copy kernel's reads (fl_launch_zc_probe), launch to
- *     stream synchronized;
+ *   - in place: the zero-copy kernel's reads (fl_launch_zc_probe) of one
+ *     arg's misses, launch to stream synchronized. One arg: a skewed
+ *     model's misses gather in its few largest tables, and the kernel
+ *     reads an arg's rows with that arg's warps only, so rows spread over
+ *     every table (all their warps at once) would promise a parallelism
+ *     that batches do not have (on the H100 such a probe picked limits of
+ *     0 to 4,096 rows for one store, while a 336-row batch of 6 tables
+ *     cost the same either way);
  *   - host: the store's gather into pinned staging, its upload, the stream
  *     synchronized,
  * at row counts from 64 to 4,096 (fewer for wide rows), each the median of
@@ -34,7 +40,7 @@ enum { ROWS_FIRST = 64, ROWS_MAX = 4096, POINTS_MAX = 4, RUNS = 5 };
 
 typedef struct probe {
   const fl_cache_fixed *f;
-  uint32_t table, vec_bytes, n_args; /* the table read; args the rows stand for */
+  uint32_t table, vec_bytes;         /* the table read */
   uint32_t rows;                     /* the most rows one fetch reads */
   uint64_t *ids;                     /* host: that many random row ids */
   uint64_t *d_ids;                   /* device copy */
@@ -53,7 +59,7 @@ static fl_status time_fetch(probe *p, uint32_t n, int in_place, double *ns) {
   uint64_t t0 = fl_now_ns();
   if (in_place) {
     FL_CUDA_TRY(NULL, (cudaError_t)fl_launch_zc_probe(cs->zc_rows[p->table], p->table, p->vec_bytes,
-                                                   p->d_ids, n, p->n_args, cs->zc_seq, p->d_dst,
+                                                   p->d_ids, n, 1, cs->zc_seq, p->d_dst,
                                                    p->stream));
   } else {
     fl_table_query q = {p->table, p->ids, n, p->h_stage};
@@ -88,18 +94,15 @@ static fl_status measure(probe *p, int *n, double *rows, double *zc_ns, double *
   return FL_OK;
 }
 
-/* The largest dense table the device reads in place, and how many tables
- * it can read (the args a batch's misses spread over); 0 when none. */
-static uint32_t readable_tables(const fl_cache_fixed *f, uint32_t *largest) {
-  uint32_t n = 0;
+/* The largest dense table the device reads in place; 0 when none. */
+static int largest_readable(const fl_cache_fixed *f, uint32_t *largest) {
   uint64_t best = 0;
   for (uint32_t t = 0; t < f->n_tables; t++) {
     fl_table_desc d;
     if (!f->cuda->zc_rows[t] || fl_store_table(f->store, t, &d) != FL_OK) continue;
-    n++;
     if (d.corpus_size > best) best = d.corpus_size, *largest = t;
   }
-  return best ? n : 0;
+  return best > 0;
 }
 
 static void probe_free(probe *p) {
@@ -115,8 +118,7 @@ fl_status fl_zc_calibrate(fl_cache *c) {
   fl_cuda_state *cs = f->cuda;
   if (f->cfg.zero_copy_rows != FL_ZERO_COPY_AUTO || !cs->zc_seq) return FL_OK;
   probe p = {.f = f};
-  p.n_args = readable_tables(f, &p.table);
-  if (!p.n_args) return FL_OK;
+  if (!largest_readable(f, &p.table)) return FL_OK;
   fl_table_desc d;
   fl_store_table(f->store, p.table, &d);
   p.vec_bytes = f->tables[p.table].vec_bytes;
