@@ -6,9 +6,9 @@
  *     model's misses gather in its few largest tables, and the kernel
  *     reads an arg's rows with that arg's warps only, so rows spread over
  *     every table (all their warps at once) would promise a parallelism
- *     that batches do not have (on the H100 such a probe picked limits of
+ *     that batches do not have (on the H100 such a probe gives limits of
  *     0 to 4,096 rows for one store, while a 336-row batch of 6 tables
- *     cost the same either way);
+ *     costs the same either way);
  *   - host: the store's gather into pinned staging, its upload, the stream
  *     synchronized,
  * at row counts from 64 to 4,096 (fewer for wide rows), each the median of

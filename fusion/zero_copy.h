@@ -45,8 +45,8 @@ FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
  * calibration times one stream alone, while in place a fetch holds PCIe
  * round trips and the GPU's warps beside other queries' work; and where
  * the two paths are within noise of each other, the choice must not flip
- * from one cache to the next (on the H100 it did without a margin: a
- * limit of 0 or 4,096 for the same store). */
+ * from one cache to the next (without a margin, two caches of one store on
+ * the H100 calibrate 0 and 4,096 rows). */
 #define FL_ZC_MARGIN 1.25
 
 /* The limit from both paths timed at the same row counts rows[0..n)
