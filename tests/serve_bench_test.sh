@@ -3,8 +3,11 @@
 # level is printed and served (achieved rate > 0), latency percentiles are
 # ordered, the JSON agrees with itself (the slowest request is the maximum,
 # a request's total is its queueing plus its service, open-loop rates follow
-# the closed loop's), the SVG is well-formed, a log-uniform size mix stays in
-# its range, and bad usage exits 2.
+# the closed loop's), the scheduler's account is there and consistent
+# (counts within their wholes: preempted requests within the requests, the
+# requests' run-queue delay within the workers', the workers' within the
+# process's), the SVG is well-formed, a log-uniform size mix stays in its
+# range, and bad usage exits 2.
 set -eu
 SERVE="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -20,9 +23,19 @@ cat "$T/out.txt"
 python3 - "$T/out.txt" "$T/s.json" "$T/s.svg" <<'PY' || fail "levels, percentiles, json or svg"
 import json, sys, xml.dom.minidom
 text = open(sys.argv[1]).read().splitlines()
-rows = {l.split()[0] + " " + l.split()[1]: l.split() for l in text
-        if l.startswith("closed K=") or l.startswith("open ")}
+def level_rows(lines):
+    return {l.split()[0] + " " + l.split()[1]: l.split() for l in lines
+            if l.startswith("closed K=") or l.startswith("open ")}
+at = next(i for i, l in enumerate(text) if l.startswith("scheduler per level"))
+end = text.index("", at)
+rows, sched_rows = level_rows(text[:at]), level_rows(text[at:end])
 assert sorted(rows) == ["closed K=3", "open 50%", "open 90%"], rows.keys()
+assert sorted(sched_rows) == sorted(rows), sched_rows.keys()
+for name, f in sched_rows.items():
+    n, pre, slow, slow_pre = map(int, f[2:6])
+    assert 0 <= slow_pre <= min(pre, slow) and max(pre, slow) <= n, (name, f)
+    assert int(f[-1]) >= 3 + 1, name + ": threads: the workers and main at least"
+assert any(l.startswith("scheduler probes: ") for l in text)
 for name, f in rows.items():
     achieved, p50, p99, p999, mx = map(float, f[3:4] + f[5:9])
     assert achieved > 0, name + ": achieved rate"
@@ -31,6 +44,12 @@ for name, f in rows.items():
 
 d = json.load(open(sys.argv[2]))
 assert d["backend"] == "host" and d["threads"] == 3
+# Linux has schedstat unless the kernel lacks CONFIG_SCHED_INFO: then every
+# run-queue delay is null.
+known = d["run_delay_known"]
+assert 0 < d["scheduler_probe_us"] < 1000, d["scheduler_probe_us"]
+def delay_ok(v):
+    return v is None if not known else v >= 0
 levels = d["levels"]
 assert [l["mode"] for l in levels] == ["closed", "open", "open"], levels
 closed = levels[0]["achieved_rps"]
@@ -39,6 +58,17 @@ for l in levels:
     assert l["requests"] > 0 and l["achieved_rps"] > 0, l["label"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"], l["label"]
     assert 0 < l["hit_rate"] <= 1, l["label"]
+    sc, wk, pr = l["scheduler"], l["scheduler"]["workers"], l["scheduler"]["process"]
+    assert 0 <= sc["slow_preempted"] <= min(sc["preempted"], sc["slow"]), sc
+    assert max(sc["preempted"], sc["slow"]) <= l["requests"], sc
+    assert sc["threads"] >= d["threads"] + 1 and pr is not None, sc
+    for key in ("run_delay_ms", "slow_run_delay_ms"):
+        assert delay_ok(sc[key]), sc
+    assert delay_ok(wk["run_delay_ms"]) and delay_ok(pr["run_delay_ms"]), sc
+    assert 0 <= wk["nivcsw"] <= pr["nivcsw"] and 0 <= wk["nvcsw"] <= pr["nvcsw"], sc
+    if known:
+        assert sc["slow_run_delay_ms"] <= sc["run_delay_ms"] + 0.001, sc
+        assert sc["run_delay_ms"] <= wk["run_delay_ms"] + 0.001 <= pr["run_delay_ms"] + 0.002, sc
     st = l["stalls"]
     assert len(st) == min(3, l["requests"]), l["label"] + ": --quick reports 3 stalls"
     assert abs(st[0]["total_us"] - lat["max"]) < 0.02, l["label"] + ": the slowest is the max"
@@ -49,6 +79,11 @@ for l in levels:
         assert s["sched_ms"] <= s["start_ms"] <= s["end_ms"], s
         assert 0 <= s["dispatch_us"] <= s["queue_us"] + 0.01 or l["mode"] == "closed", s
         assert s["size"] in (64, 256, 1024, 2048), s
+        ss = s["scheduler"]
+        assert delay_ok(ss["run_delay_us"]) and ss["nivcsw"] >= 0 and ss["nvcsw"] >= 0, ss
+        assert ss["nivcsw"] <= wk["nivcsw"], (ss, wk)
+        if known:
+            assert ss["run_delay_us"] <= 1000 * sc["run_delay_ms"] + 1, (ss, sc)
     if l["mode"] == "open":
         want = l["load"] * closed
         assert 0.4 * want < l["offered_rps"] < 1.6 * want, (l["label"], l["offered_rps"], want)
@@ -69,6 +104,7 @@ assert 1 <= d["mean_samples"] <= 300
 for l in d["levels"]:
     assert l["achieved_rps"] > 0
     assert all(1 <= s["size"] <= 300 for s in l["stalls"])
+    assert l["scheduler"]["threads"] >= 2, "the worker and main, no sampler"
 PY
 
 for bad in "--loads 0" "--sizes log:5-2" "--threads 0" "--compare" "--no-such-option"; do

@@ -29,7 +29,11 @@
  * activity). Each request also keeps the library's own account of its call
  * (fl_query_timing_last: setup, index, fetch, admission, rows fetched), and
  * the part of its service after the call returned (the GPU's tail and the
- * synchronisation). */
+ * synchronisation). To tell a slow call from a thread without a CPU, the
+ * kernel's account comes beside it: the worker thread's involuntary context
+ * switches and run-queue delay while it served the request, and per level
+ * the same for the workers and for every thread of the process (the
+ * library's pools, courier and answerer) (serve_sched.c). */
 #ifndef FL_TOOLS_SERVE_H
 #define FL_TOOLS_SERVE_H
 
@@ -143,6 +147,60 @@ typedef struct fl_serve_sample {
 
 void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a);
 
+/* -------------------------------------------------------------- scheduler */
+
+/* The kernel's account of a thread (serve_sched.c): whether it lost its CPU
+ * while runnable, and how long it waited for one. An involuntary switch is
+ * a preemption (its slice ended, or a woken thread went first) or a
+ * sched_yield that let another thread run; a voluntary one is the thread
+ * blocking (futex, sleep). Run-queue delay is time runnable but not running:
+ * after a preemption, or between a wake-up and getting a CPU. */
+typedef struct fl_serve_sched {
+  int64_t run_delay_ns; /* field 2 of schedstat; -1: unknown (no schedstat file) */
+  uint64_t nivcsw;      /* involuntary context switches */
+  uint64_t nvcsw;       /* voluntary context switches */
+} fl_serve_sched;
+
+/* b - a, the change over a stretch (unknown if either is). */
+fl_serve_sched fl_serve_sched_diff(const fl_serve_sched *a, const fl_serve_sched *b);
+/* *sum += d (the run-queue delay stays unknown once one part is). */
+void fl_serve_sched_add(fl_serve_sched *sum, const fl_serve_sched *d);
+
+/* The calling thread's counters, cheap enough to read around every request:
+ * its schedstat opened once, then read with pread; getrusage(RUSAGE_THREAD).
+ * Open and read it in the thread it describes. */
+typedef struct fl_serve_probe {
+  int fd;               /* /proc/thread-self/schedstat; -1: absent */
+} fl_serve_probe;
+
+void fl_serve_probe_open(fl_serve_probe *p);
+/* The thread's totals since it was created. */
+void fl_serve_probe_read(const fl_serve_probe *p, fl_serve_sched *s);
+void fl_serve_probe_close(fl_serve_probe *p);
+/* The calling thread's totals, for a thread that reads them once. */
+void fl_serve_sched_self(fl_serve_sched *s);
+/* What one request's probes cost (two reads), ns, measured in the calling
+ * thread; *known: its run-queue delay can be read. */
+double fl_serve_probe_cost_ns(int *known);
+
+/* Every thread of the process at one moment (/proc/self/task). */
+typedef struct fl_serve_task {
+  int tid;
+  fl_serve_sched s;     /* nivcsw, nvcsw from its status file */
+} fl_serve_task;
+
+typedef struct fl_serve_tasks {
+  fl_serve_task *t;
+  uint32_t n;           /* 0: unreadable */
+} fl_serve_tasks;
+
+void fl_serve_tasks_read(fl_serve_tasks *ts);
+/* The change from a to b summed over b's threads; a thread that a lacks, or
+ * one whose id was reused (it counts less in b), counts from 0; a thread
+ * that b lacks is not counted. */
+void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d);
+void fl_serve_tasks_free(fl_serve_tasks *ts);
+
 /* ----------------------------------------------------------------- levels */
 
 typedef struct fl_serve_record {
@@ -152,6 +210,7 @@ typedef struct fl_serve_record {
   int64_t sched_ns;     /* scheduled arrival (closed loop: the start), from t0 */
   int64_t start_ns, end_ns;
   fl_query_timing call; /* fl_query_timing_last after its fl_query */
+  fl_serve_sched sched; /* its worker thread's, from just before start to just after end */
 } fl_serve_record;
 
 typedef struct fl_serve_level {
@@ -174,6 +233,12 @@ typedef struct fl_serve_level {
   fl_cache_stats before, after;
   fl_serve_sample *samples_at; /* the sampler's reads, n_samples of them */
   uint64_t n_samples;
+  /* The scheduler over the level, from before its threads are created to
+   * after they are joined: */
+  fl_serve_sched workers; /* the K workers over their lives */
+  fl_serve_sched process; /* every thread: the workers and the sampler over their
+                             lives, the others (the library's, main) over the level */
+  uint32_t threads;       /* counted in process; 0: /proc/self/task unreadable */
 } fl_serve_level;
 
 /* Everything a level runs on. */
@@ -204,6 +269,20 @@ double fl_serve_hit_rate(const fl_serve_level *l);
 /* Latency percentile (q in [0, 1]) in us: scheduled arrival to answer. */
 double fl_serve_latency_us(const fl_serve_level *l, double q);
 
+/* A request served in more than this is slow, for the scheduler's summary. */
+#define FL_SERVE_SLOW_US 1000.0
+
+/* What the scheduler did to a level's requests, from their records. */
+typedef struct fl_serve_preempt {
+  uint64_t preempted;      /* requests with an involuntary switch while served */
+  uint64_t slow;           /* requests served in over FL_SERVE_SLOW_US */
+  uint64_t slow_preempted; /* of those, preempted */
+  int64_t run_delay_ns;    /* run-queue delay while served, all requests; -1: unknown */
+  int64_t slow_run_delay_ns; /* the slow ones'; -1: unknown */
+} fl_serve_preempt;
+
+void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out);
+
 /* The warm-up: closed-loop rounds until the hit rate is steady. */
 typedef struct fl_serve_warm {
   uint32_t rounds;
@@ -220,6 +299,8 @@ typedef struct fl_serve_result {
   fl_serve_warm warm;
   fl_serve_level *levels;
   uint32_t n_levels;
+  double probe_ns;      /* what a request's scheduler probes cost */
+  int run_delay_known;  /* /proc/thread-self/schedstat is there */
 } fl_serve_result;
 
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,

@@ -109,6 +109,7 @@ static fl_status setup(const fl_serve_opts *o, bench *b) {
   if (s != FL_OK) return s;
   b->res.backend = fl_cache_backend(b->cache);
   b->res.budget_bytes = fl_workload_budget(&b->w, &o->w);
+  b->res.probe_ns = fl_serve_probe_cost_ns(&b->res.run_delay_known);
   s = fl_serve_pool_build(&b->w, o, b->res.backend == FL_BACKEND_CUDA, &b->pool);
   if (s != FL_OK) return s;
   b->workers = calloc(o->threads, sizeof *b->workers);

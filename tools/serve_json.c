@@ -11,6 +11,38 @@ static void percentiles(FILE *f, const char *name, const double *v, uint64_t n) 
           fl_percentile(v, n, 1));
 }
 
+/* "name": a run-queue delay (ns) in units of `unit` ns, null when unknown. */
+static void delay(FILE *f, const char *name, int64_t ns, double unit) {
+  if (ns < 0) fprintf(f, "\"%s\": null", name);
+  else fprintf(f, "\"%s\": %.3f", name, (double)ns / unit);
+}
+
+/* {"run_delay_<unit>": .., "nivcsw": .., "nvcsw": ..} */
+static void sched(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
+  fprintf(f, "{");
+  delay(f, delay_name, s->run_delay_ns, unit);
+  fprintf(f, ", \"nivcsw\": %llu, \"nvcsw\": %llu}", (unsigned long long)s->nivcsw,
+          (unsigned long long)s->nvcsw);
+}
+
+/* The scheduler's account of the level: its requests, the workers, the process. */
+static void level_sched(FILE *f, const fl_serve_level *l) {
+  fl_serve_preempt pr;
+  fl_serve_preempt_of(l, &pr);
+  fprintf(f, "\"scheduler\": {\"preempted\": %llu, \"slow\": %llu, \"slow_preempted\": %llu, ",
+          (unsigned long long)pr.preempted, (unsigned long long)pr.slow,
+          (unsigned long long)pr.slow_preempted);
+  delay(f, "run_delay_ms", pr.run_delay_ns, 1e6);
+  fprintf(f, ", ");
+  delay(f, "slow_run_delay_ms", pr.slow_run_delay_ns, 1e6);
+  fprintf(f, ",\n       \"workers\": ");
+  sched(f, &l->workers, "run_delay_ms", 1e6);
+  fprintf(f, ", \"process\": ");
+  if (l->threads) sched(f, &l->process, "run_delay_ms", 1e6);
+  else fprintf(f, "null");
+  fprintf(f, ", \"threads\": %u}", l->threads);
+}
+
 static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {
   fl_serve_stall *st = malloc((k ? k : 1) * sizeof *st);
   uint32_t m = st ? fl_serve_stalls(l, p, k, st) : 0;
@@ -31,11 +63,14 @@ static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uin
     fprintf(f, "}, \"call\": {\"total_us\": %.2f, \"setup_us\": %.2f, \"setup_wait_us\": %.2f, "
             "\"setup_grow_us\": %.2f, \"index_us\": %.2f, "
             "\"fetch_us\": %.2f, \"admission_us\": %.2f, \"missed\": %llu, \"fetched_rows\": "
-            "%llu, \"after_us\": %.2f}}",
+            "%llu, \"after_us\": %.2f}",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
             t->index_ns / 1e3, t->fetch_ns / 1e3,
             t->admission_ns / 1e3, (unsigned long long)t->missed,
             (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
+    fprintf(f, ", \"scheduler\": ");
+    sched(f, &r->sched, "run_delay_us", 1e3);
+    fprintf(f, "}");
   }
   fprintf(f, "]");
   free(st);
@@ -58,6 +93,8 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint
   fprintf(f, ",\n     ");
   percentiles(f, "dispatch_us", l->dispatch_us, l->n);
   fprintf(f, ",\n     ");
+  level_sched(f, l);
+  fprintf(f, ",\n     ");
   stalls(f, l, p, k);
   fprintf(f, "}");
 }
@@ -75,12 +112,14 @@ fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve
   fprintf(f, "{\n  \"backend\": \"%s\", \"threads\": %u, \"sizes\": \"%s\", \"mean_samples\": %.2f,\n"
           "  \"tables\": %u, \"pool_requests\": %llu, \"pool_samples\": %llu, \"device_ids\": %s,\n"
           "  \"budget_bytes\": %llu, \"seconds\": %.3f, \"sample_ms\": %u,\n"
+          "  \"scheduler_probe_us\": %.3f, \"run_delay_known\": %s,\n"
           "  \"warmup\": {\"rounds\": %u, \"seconds\": %.3f, \"hit_rate\": %.6f, \"rps\": %.2f, "
           "\"steady\": %s, \"first_p50_us\": %.2f, \"first_max_us\": %.2f},\n  \"levels\": [",
           res->backend == FL_BACKEND_CUDA ? "cuda" : "host", o->threads, sizes,
           (double)p->samples / (double)p->n, p->n_tables, (unsigned long long)p->n,
           (unsigned long long)p->samples, o->device_ids ? "true" : "false",
-          (unsigned long long)res->budget_bytes, o->seconds, o->sample_ms, w->rounds,
+          (unsigned long long)res->budget_bytes, o->seconds, o->sample_ms, res->probe_ns / 1e3,
+          res->run_delay_known ? "true" : "false", w->rounds,
           w->seconds, w->hit_rate, w->rps, w->steady ? "true" : "false", w->first_p50_us,
           w->first_max_us);
   for (uint32_t i = 0; i < res->n_levels; i++) {

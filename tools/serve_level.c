@@ -7,7 +7,15 @@
  * when it is free, so this is one FIFO queue served by K servers: request i
  * starts when it has arrived and a worker has finished everything it took
  * before. Record i belongs to the worker holding ticket i alone until the
- * threads are joined. */
+ * threads are joined.
+ *
+ * The scheduler's account (serve_sched.c): a worker reads its probe just
+ * before a request's start time and just after its end time, so the probes'
+ * cost stays out of the time served (in the open loop, the first read
+ * delays the start by its cost, under a microsecond). The workers and the
+ * sampler live only for their level: each reads its totals as it ends,
+ * since the process's threads are read before they start and after they
+ * are joined. */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,11 +50,13 @@ typedef struct level_run {
   int failed;           /* a worker's fl_query failed (atomic) */
   fl_status status;     /* the first failure */
   int sampling;         /* the sampler runs while 1 (atomic) */
+  fl_serve_sched sampler; /* the sampler's totals as it ended */
 } level_run;
 
 typedef struct worker_arg {
   level_run *run;
   uint32_t id;
+  fl_serve_sched life;  /* the worker's totals as it ended */
 } worker_arg;
 
 static void wait_until(uint64_t t_ns) {
@@ -70,24 +80,31 @@ static void *worker_main(void *arg) {
   level_run *run = wa->run;
   fl_serve_ctx *x = run->x;
   uint32_t nth = 0;
+  fl_serve_probe probe;
+  fl_serve_probe_open(&probe);
   wait_until(run->t0);
   while (!__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE)) {
     uint64_t i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED);
     if (i >= run->cap) break;
     if (run->sched) wait_until(run->t0 + (uint64_t)run->sched[i]);
+    fl_serve_sched before, after;
+    fl_serve_probe_read(&probe, &before);
     int64_t start = (int64_t)(fl_now_ns() - run->t0);
     if (start > run->stop_ns) break; /* record i stays unserved (end_ns < 0) */
     uint64_t req = (x->cursor + i) % x->pool->n;
     fl_query_timing call;
     fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req], &call);
     int64_t end = (int64_t)(fl_now_ns() - run->t0);
+    fl_serve_probe_read(&probe, &after);
     if (s != FL_OK) {
       fail(run, s);
       break;
     }
     run->l->rec[i] = (fl_serve_record){req, wa->id, ++nth, run->sched ? run->sched[i] : start,
-                                       start, end, call};
+                                       start, end, call, fl_serve_sched_diff(&before, &after)};
   }
+  fl_serve_probe_read(&probe, &wa->life);
+  fl_serve_probe_close(&probe);
   return NULL;
 }
 
@@ -115,6 +132,7 @@ static void *sampler_main(void *arg) {
     if (last) break;
     nanosleep(&period, NULL);
   }
+  fl_serve_sched_self(&run->sampler);
   return NULL;
 }
 
@@ -167,6 +185,21 @@ static fl_status compact(level_run *run, uint64_t taken) {
   return times(l, run->x->o->threads);
 }
 
+/* The scheduler over the level: the threads that outlive it from the
+ * process's two reads, the level's own (the workers, the sampler if any)
+ * from the totals they read as they ended. */
+static void sched_totals(fl_serve_level *l, const fl_serve_tasks *before, const worker_arg *wa,
+                         uint32_t workers, const fl_serve_sched *sampler) {
+  fl_serve_tasks after;
+  fl_serve_tasks_read(&after);
+  l->threads = before->n && after.n ? after.n + workers + (sampler != NULL) : 0;
+  if (l->threads) fl_serve_tasks_delta(before, &after, &l->process);
+  for (uint32_t i = 0; i < workers; i++) fl_serve_sched_add(&l->workers, &wa[i].life);
+  fl_serve_sched_add(&l->process, &l->workers);
+  if (sampler) fl_serve_sched_add(&l->process, sampler);
+  fl_serve_tasks_free(&after);
+}
+
 /* Starts the sampler and the workers, which begin at t0, joins them. */
 static fl_status run_level(level_run *run) {
   fl_serve_ctx *x = run->x;
@@ -180,6 +213,8 @@ static fl_status run_level(level_run *run) {
     return FL_ERR_OUT_OF_MEMORY;
   }
   for (uint64_t i = 0; i < run->cap; i++) l->rec[i].end_ns = -1;
+  fl_serve_tasks tasks;
+  fl_serve_tasks_read(&tasks);
   fl_status s = fl_cache_stats_get(x->cache, &l->before, NULL, 0);
   run->sampling = 1;
   run->t0 = l->t0_ns = fl_now_ns() + START_AHEAD_NS;
@@ -188,13 +223,15 @@ static fl_status run_level(level_run *run) {
                 pthread_create(&th[k], NULL, sampler_main, run) == 0;
   int go = s == FL_OK && sampler == (x->o->sample_ms != 0); /* nothing failed yet */
   for (; go && started < k; started++) {
-    wa[started] = (worker_arg){run, started};
+    wa[started] = (worker_arg){.run = run, .id = started};
     if (pthread_create(&th[started], NULL, worker_main, &wa[started]) != 0) break;
   }
   if (started < k) fail(run, FL_ERR_OUT_OF_MEMORY); /* no thread: the others stop */
   for (uint32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
   __atomic_store_n(&run->sampling, 0, __ATOMIC_RELEASE);
   if (sampler) pthread_join(th[k], NULL);
+  sched_totals(l, &tasks, wa, started, sampler ? &run->sampler : NULL);
+  fl_serve_tasks_free(&tasks);
   if (s == FL_OK) s = fl_cache_stats_get(x->cache, &l->after, NULL, 0);
   if (s == FL_OK && run->failed) s = run->status;
   uint64_t taken = run->next < run->cap ? run->next : run->cap;

@@ -1,10 +1,48 @@
 /* serve_report.c: the serving benchmark's tables on stdout: the setup, one
- * row per level, and per level the slowest requests with what was going on
- * around them. */
+ * row per level, the scheduler's account per level, and per level the
+ * slowest requests with what was going on around them. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/serve.h"
+
+/* A run-queue delay (ns) in units of `unit` ns with `decimals`, or "-" when
+ * unknown (< 0). */
+static const char *delay_text(char *buf, size_t cap, int64_t ns, double unit, int decimals) {
+  if (ns < 0) snprintf(buf, cap, "-");
+  else snprintf(buf, cap, "%.*f", decimals, (double)ns / unit);
+  return buf;
+}
+
+/* Per level: the requests the scheduler preempted, the workers' and the
+ * whole process's switches and run-queue delay. */
+static void print_sched(FILE *f, const fl_serve_result *res) {
+  fprintf(f, "\nscheduler per level (preempt: requests with an involuntary context switch while "
+          "served; slow: served in over %.0f us; runq: ms runnable but waiting for a CPU, "
+          "summed; workers: the K workers over the level; process: every thread; invol, vol: "
+          "involuntary, voluntary context switches; -: unknown)\n", FL_SERVE_SLOW_US);
+  fprintf(f, "%-12s %8s %8s %6s %8s %9s %9s | %11s %8s | %11s %8s %8s %7s\n", "level", "requests",
+          "preempt", "slow", "slow.pre", "runq ms", "slow runq", "workers runq", "invol",
+          "process runq", "invol", "vol", "threads");
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    fl_serve_preempt pr;
+    fl_serve_preempt_of(l, &pr);
+    char a[32], b[32], c[32], d[32], inv[32] = "-", vol[32] = "-";
+    if (l->threads) {
+      snprintf(inv, sizeof inv, "%llu", (unsigned long long)l->process.nivcsw);
+      snprintf(vol, sizeof vol, "%llu", (unsigned long long)l->process.nvcsw);
+    }
+    fprintf(f, "%-12s %8llu %8llu %6llu %8llu %9s %9s | %11s %8llu | %11s %8s %8s %7u\n", l->label,
+            (unsigned long long)l->n, (unsigned long long)pr.preempted, (unsigned long long)pr.slow,
+            (unsigned long long)pr.slow_preempted, delay_text(a, sizeof a, pr.run_delay_ns, 1e6, 2),
+            delay_text(b, sizeof b, pr.slow_run_delay_ns, 1e6, 2),
+            delay_text(c, sizeof c, l->workers.run_delay_ns, 1e6, 2),
+            (unsigned long long)l->workers.nivcsw,
+            delay_text(d, sizeof d, l->threads ? l->process.run_delay_ns : -1, 1e6, 2), inv, vol,
+            l->threads);
+  }
+}
 
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     const fl_serve_result *res) {
@@ -23,6 +61,9 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
           "p50 %.1f us, max %.1f us\n", warm->rounds, warm->seconds, 100 * warm->hit_rate, warm->rps,
           warm->steady ? "steady" : "still moving at --warm-seconds", warm->first_p50_us,
           warm->first_max_us);
+  fprintf(f, "scheduler probes: %.2f us a request (getrusage and schedstat, before and after)%s\n",
+          res->probe_ns / 1e3,
+          res->run_delay_known ? "" : "; run-queue delay unknown: no /proc/thread-self/schedstat");
   fprintf(f, "%-12s %11s %11s %11s %9s %9s %9s %9s %9s %9s %9s %8s %7s\n", "level", "offered/s",
           "achieved/s", "M lookup/s", "p50 us", "p99 us", "p999 us", "max us", "queue99", "serv99",
           "dispmax", "hit rate", "passes");
@@ -39,6 +80,7 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
     if (l->unserved) fprintf(f, "  (%llu unserved: past saturation)", (unsigned long long)l->unserved);
     fputc('\n', f);
   }
+  print_sched(f, res);
 }
 
 void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
@@ -56,13 +98,16 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
           "arrival; nth: the worker's; after '|': the change of the cache's counters, "
           "all workers, between the reads (every %u ms; 0: none) around it; after '||': the "
           "library's account of its fl_query call (fl_query_timing, us; rows: fetched from the "
-          "store), and 'after': its service once the call returned)\n",
+          "store), and 'after': its service once the call returned; after the last '|': its "
+          "worker thread's run-queue delay while served (us; -: unknown), involuntary and "
+          "voluntary context switches)\n",
           l->label, (unsigned long long)l->n, o->sample_ms);
   fprintf(f, "%5s %6s %4s %9s %9s %9s %9s %9s %9s %8s %4s %5s | %9s", "size", "worker", "nth",
           "sched", "start", "end", "queue", "service", "total", "disp", "busy", "ahead", "window_ms");
   for (int k = 0; k < FL_ATTR_COUNT; k++) fprintf(f, " %s", fl_attr_cols[k].name);
-  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s\n", "call", "setup", "s.wait", "s.grow",
-          "index", "fetch", "adm", "missed", "rows", "after");
+  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call", "setup",
+          "s.wait", "s.grow", "index", "fetch", "adm", "missed", "rows", "after", "runq", "invol",
+          "vol");
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%5u %6u %4u %9.3f %9.3f %9.3f %9.1f %9.1f %9.1f %8.1f %4llu %5llu | %9.1f",
@@ -72,11 +117,15 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
     for (int k = 0; k < FL_ATTR_COUNT; k++)
       fprintf(f, " %*.*f", (int)strlen(fl_attr_cols[k].name), fl_attr_cols[k].decimals, st[j].d.v[k]);
     const fl_query_timing *t = &r->call;
-    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f\n",
+    const fl_serve_sched *sc = &r->sched;
+    char runq[32];
+    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s %5llu %5llu\n",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
             t->index_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
             (unsigned long long)t->missed, (unsigned long long)t->fetched_rows,
-            st[j].service_us - t->total_ns / 1e3);
+            st[j].service_us - t->total_ns / 1e3,
+            delay_text(runq, sizeof runq, sc->run_delay_ns, 1e3, 1),
+            (unsigned long long)sc->nivcsw, (unsigned long long)sc->nvcsw);
   }
   free(st);
 }

@@ -1,6 +1,7 @@
 /* serve_results.c: what a level's records and counter samples say: rates,
- * hit rate, latency percentiles, the slowest requests and, for one request,
- * what else was going on (other requests, the cache's counters). */
+ * hit rate, latency percentiles, how often the scheduler took a worker's CPU
+ * mid-request, the slowest requests and, for one request, what else was
+ * going on (other requests, the cache's counters). */
 #include <stdlib.h>
 
 #include "tools/serve.h"
@@ -31,6 +32,21 @@ double fl_serve_hit_rate(const fl_serve_level *l) {
 
 double fl_serve_latency_us(const fl_serve_level *l, double q) {
   return fl_percentile(l->lat_us, l->n, q);
+}
+
+void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out) {
+  *out = (fl_serve_preempt){0};
+  for (uint64_t i = 0; i < l->n; i++) {
+    const fl_serve_sched *s = &l->rec[i].sched;
+    int slow = l->service_us[i] > FL_SERVE_SLOW_US, preempted = s->nivcsw > 0;
+    out->preempted += preempted;
+    out->slow += slow;
+    out->slow_preempted += slow && preempted;
+    if (s->run_delay_ns < 0) out->run_delay_ns = out->slow_run_delay_ns = -1;
+    if (out->run_delay_ns < 0) continue; /* unknown stays unknown */
+    out->run_delay_ns += s->run_delay_ns;
+    out->slow_run_delay_ns += slow ? s->run_delay_ns : 0;
+  }
 }
 
 /* The indices of the k slowest records, slowest first; returns min(k, n). */
