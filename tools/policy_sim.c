@@ -122,7 +122,7 @@ static fl_status pick_vectors(const fl_workload *w, const fl_replay_opts *o, sim
   if (o->budget_bytes) snprintf(how, len, "the slab pool of a %llu-byte cache", (unsigned long long)budget);
   else snprintf(how, len, "the slab pool of a cache of %g%% of the model's bytes (1 MiB at least), %llu bytes",
                 o->budget_pct, (unsigned long long)budget);
-  fl_status st = fl_sim_vectors_of_budget(w->store, budget, &s->vectors);
+  fl_status st = fl_sim_vectors_of_budget(w->store, o, budget, &s->vectors);
   if (st == FL_OK && s->vectors == 0) st = FL_ERR_INVALID_ARGUMENT;
   if (st != FL_OK)
     fprintf(stderr, "error: sizing a cache of %llu bytes: %s: %s\n", (unsigned long long)budget,

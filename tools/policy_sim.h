@@ -67,14 +67,17 @@ fl_status fl_sim_run(const fl_sim_trace *t, const fl_sim_policy *p, uint64_t cap
 /* ---------------------------------------------------------------- fleche */
 
 /* The vectors the slab pool of a flat host cache of `budget` bytes over
- * `store` holds (cache/'s own split of the budget into index and pool). */
-fl_status fl_sim_vectors_of_budget(fl_store *store, uint64_t budget, uint64_t *vectors);
+ * `store` holds (cache/'s own split of the budget into index and pool, at
+ * the index load limit of `o`). */
+fl_status fl_sim_vectors_of_budget(fl_store *store, const fl_replay_opts *o, uint64_t budget,
+                                   uint64_t *vectors);
 /* The least budget (to 256 bytes) whose pool holds at least `vectors`. */
-fl_status fl_sim_budget_of_vectors(fl_store *store, uint64_t vectors, uint64_t *budget);
+fl_status fl_sim_budget_of_vectors(fl_store *store, const fl_replay_opts *o, uint64_t vectors,
+                                   uint64_t *budget);
 /* Replays the workload through the library: a flat cache on the host
  * backend sized by fl_sim_budget_of_vectors, fl_query per batch, hits,
- * admissions and evictions from fl_cache_stats. o gives the admission
- * probability, threads and batches. */
+ * admissions and evictions from fl_cache_stats. o gives the cache options
+ * (admission, load limit, watermarks), threads and batches. */
 fl_status fl_sim_fleche(const fl_workload *w, const fl_replay_opts *o, uint64_t vectors,
                         fl_sim_result *r);
 

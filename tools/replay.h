@@ -9,6 +9,10 @@
 #include "include/fleche.h"
 #include "tools/trace/trace.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---------------------------------------------------------------- options */
 
 typedef struct fl_replay_opts {
@@ -32,6 +36,9 @@ typedef struct fl_replay_opts {
   uint64_t unified;         /* unified index entries */
   double admit;             /* admission probability, < 0 = library default */
   int admit_policy;         /* an fl_admit_policy, < 0 = library default */
+  double max_load;          /* index load limit, 0 = library default */
+  double low_watermark;     /* pool use fractions of eviction, 0 = library default */
+  double high_watermark;
   fl_layout layout;
   int compare;              /* run flat and per-table */
   fl_backend backend;
@@ -94,6 +101,9 @@ void fl_workload_close(fl_workload *w);
 /* Cache memory: --budget-bytes, else --budget-pct of the model's bytes. */
 uint64_t fl_workload_budget(const fl_workload *w, const fl_replay_opts *o);
 /* Creates a cache over w->store configured from o with `layout`. */
+/* The cache options of `o` (admission, index load, watermarks, threads,
+ * unified entries) over cfg; the others stay as they are. */
+void fl_replay_cache_config(const fl_replay_opts *o, fl_config *cfg);
 fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
                             fl_cache **out);
 
@@ -211,5 +221,9 @@ fl_status fl_plot_svg(const char *path, const char *title, const fl_plot_panel *
                       size_t n_panels);
 /* The replay's plot: hit rate and latency over the run, one line per run. */
 fl_status fl_report_plot(const char *path, const fl_run *runs, int n_runs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -43,8 +43,9 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
-      "--admit", "--admit-policy", "--layout", "--backend", "--threads", "--model", "--model-npy",
-      "--model-hugectr", "--store", "--store-ns", "--dram-budget-pct", "--json", "--plot"};
+      "--admit", "--admit-policy", "--max-load", "--watermarks", "--layout", "--backend",
+      "--threads", "--model", "--model-npy", "--model-hugectr", "--store", "--store-ns",
+      "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
   if (!known) return 0;
@@ -98,6 +99,16 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--admit")) {
     int r = fl_opt_double(a, v, 0, &o->admit);
     return r > 0 && o->admit > 1 ? fl_opt_bad(a, v, "a probability in [0, 1]") : r;
+  }
+  if (!strcmp(a, "--max-load")) return fl_opt_double(a, v, 1e-9, &o->max_load);
+  if (!strcmp(a, "--watermarks")) {
+    char *end;
+    o->low_watermark = strtod(v, &end);
+    if (*end == ',') o->high_watermark = strtod(end + 1, &end);
+    /* The library checks their range and order, and says which is wrong. */
+    return *end || !(o->low_watermark > 0) || !(o->high_watermark > 0)
+               ? fl_opt_bad(a, v, "LOW,HIGH: two fractions")
+               : 1;
   }
   if (!strcmp(a, "--admit-policy")) {
     if (!strcmp(v, "coin")) return o->admit_policy = FL_ADMIT_COIN, 1;
@@ -164,6 +175,9 @@ void fl_replay_print_options(FILE *f) {
       "  --unified N         unified index entries [0]\n"
       "  --admit P           the coin's admission probability [library default]\n"
       "  --admit-policy A    coin|tinylfu (fl_config.admit_policy) [library default]\n"
+      "  --max-load F        index load limit (fl_config.max_load) [library default]\n"
+      "  --watermarks L,H    pool use fractions where eviction stops and starts\n"
+      "                      (fl_config.low_watermark, high_watermark) [library default]\n"
       "  --layout L          flat|per-table [flat]\n"
       "  --compare           run flat and per-table, print the ratios\n"
       "  --backend B         auto|host|cuda [auto; env FL_BACKEND]\n"

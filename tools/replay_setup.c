@@ -264,6 +264,16 @@ uint64_t fl_workload_budget(const fl_workload *w, const fl_replay_opts *o) {
   return b < FL_MIN_BUDGET ? FL_MIN_BUDGET : b;
 }
 
+void fl_replay_cache_config(const fl_replay_opts *o, fl_config *cfg) {
+  cfg->unified_entries = o->unified;
+  if (o->admit >= 0) cfg->admit_probability = o->admit;
+  if (o->admit_policy >= 0) cfg->admit_policy = (fl_admit_policy)o->admit_policy;
+  if (o->max_load > 0) cfg->max_load = o->max_load;
+  if (o->low_watermark > 0) cfg->low_watermark = o->low_watermark;
+  if (o->high_watermark > 0) cfg->high_watermark = o->high_watermark;
+  cfg->host_threads = o->threads;
+}
+
 fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_layout layout,
                             fl_cache **out) {
   fl_config cfg;
@@ -271,10 +281,7 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
   cfg.backend = o->backend;
   cfg.layout = layout;
   cfg.budget_bytes = fl_workload_budget(w, o);
-  cfg.unified_entries = o->unified;
-  if (o->admit >= 0) cfg.admit_probability = o->admit;
-  if (o->admit_policy >= 0) cfg.admit_policy = (fl_admit_policy)o->admit_policy;
-  cfg.host_threads = o->threads;
+  fl_replay_cache_config(o, &cfg);
   fl_status s = fl_cache_create(w->store, &cfg, out);
   if (s != FL_OK) {
     fprintf(stderr, "error: creating the cache (budget %llu bytes): %s: %s\n",

@@ -23,15 +23,14 @@ static double slot_bytes(fl_store *store) {
   return rows > 0 ? bytes / rows : 16;
 }
 
-static void host_config(fl_config *cfg, uint64_t budget) {
-  fl_config_default(cfg);
-  cfg->backend = FL_BACKEND_HOST;
-  cfg->budget_bytes = budget;
-}
-
-fl_status fl_sim_vectors_of_budget(fl_store *store, uint64_t budget, uint64_t *vectors) {
+fl_status fl_sim_vectors_of_budget(fl_store *store, const fl_replay_opts *o, uint64_t budget,
+                                   uint64_t *vectors) {
   fl_config cfg;
-  host_config(&cfg, budget);
+  fl_config_default(&cfg);
+  fl_replay_cache_config(o, &cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.budget_bytes = budget;
+  cfg.unified_entries = 0;
   cfg.host_threads = 1;
   fl_cache *c;
   fl_status s = fl_cache_create(store, &cfg, &c);
@@ -45,19 +44,21 @@ fl_status fl_sim_vectors_of_budget(fl_store *store, uint64_t budget, uint64_t *v
 }
 
 /* Vectors of a budget for the search: a budget too small for any cache holds 0. */
-static fl_status holds(fl_store *store, uint64_t budget, uint64_t *vectors) {
-  fl_status s = fl_sim_vectors_of_budget(store, budget, vectors);
+static fl_status holds(fl_store *store, const fl_replay_opts *o, uint64_t budget,
+                       uint64_t *vectors) {
+  fl_status s = fl_sim_vectors_of_budget(store, o, budget, vectors);
   return s == FL_ERR_INVALID_ARGUMENT ? FL_OK : s;
 }
 
-fl_status fl_sim_budget_of_vectors(fl_store *store, uint64_t vectors, uint64_t *budget) {
+fl_status fl_sim_budget_of_vectors(fl_store *store, const fl_replay_opts *o, uint64_t vectors,
+                                   uint64_t *budget) {
   /* The pool is part of the budget: below vectors x slot it cannot hold them. */
   uint64_t lo = (uint64_t)((double)vectors * slot_bytes(store)), hi = 2 * lo + (1u << 20), got;
   fl_status s;
-  while ((s = holds(store, hi, &got)) == FL_OK && got < vectors) lo = hi, hi *= 2;
+  while ((s = holds(store, o, hi, &got)) == FL_OK && got < vectors) lo = hi, hi *= 2;
   while (s == FL_OK && hi - lo > 256) {
     uint64_t mid = lo + (hi - lo) / 2;
-    s = holds(store, mid, &got);
+    s = holds(store, o, mid, &got);
     if (got >= vectors) hi = mid;
     else lo = mid;
   }
@@ -73,8 +74,8 @@ fl_status fl_sim_fleche(const fl_workload *w, const fl_replay_opts *o, uint64_t 
   fl_replay_opts lib = *o;
   lib.backend = FL_BACKEND_HOST;
   lib.layout = FL_LAYOUT_FLAT;
-  fl_status s = fl_sim_budget_of_vectors(w->store, vectors, &lib.budget_bytes);
-  if (s == FL_OK) s = fl_sim_vectors_of_budget(w->store, lib.budget_bytes, &r->capacity);
+  fl_status s = fl_sim_budget_of_vectors(w->store, o, vectors, &lib.budget_bytes);
+  if (s == FL_OK) s = fl_sim_vectors_of_budget(w->store, o, lib.budget_bytes, &r->capacity);
   r->budget_bytes = lib.budget_bytes;
   if (s != FL_OK) {
     fprintf(stderr, "error: sizing fleche's cache for %llu vectors: %s: %s\n",
