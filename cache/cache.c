@@ -25,9 +25,9 @@ void fl_config_default(fl_config *cfg) {
   cfg->budget_bytes = 1ull << 30;
   cfg->max_load = 0.5;
   cfg->admit_probability = 0.5;
-  cfg->admit_policy = FL_ADMIT_COIN;
-  cfg->high_watermark = 0.95;
-  cfg->low_watermark = 0.80;
+  cfg->admit_policy = FL_ADMIT_TINYLFU;
+  cfg->high_watermark = 0.98;
+  cfg->low_watermark = 0.95;
   cfg->seed = 0x5eed;
   cfg->missing = FL_MISSING_ZERO;
   cfg->zero_copy_rows = FL_ZERO_COPY_AUTO;

@@ -13,7 +13,8 @@
  *   ts    32-bit keys only: batch counter of the last use (64-bit keys keep it
  *         in the pair's high half)
  * The version is even when stable, odd while a writer owns the slot; the
- * timestamp is the batch counter of the last hit or insert (approximate LRU).
+ * timestamp is the batch counter of the last hit or insert (approximate LRU,
+ * 31 bits) with FL_TS_USED set once the entry has been hit since it came in.
  * Slots: `slots` of them, any count: the home slot comes from a multiply-high
  * range reduction, not a mask. 24 bytes a slot with 64-bit keys, 20 with 32.
  *
@@ -124,11 +125,16 @@ FL_HD int64_t fl_index_find(const fl_index_view *v, uint64_t key, uint64_t *loc)
   return -1;
 }
 
-/* Records a use of slot i at batch `now` (a plain racy store: approximate LRU
+/* The timestamp word: the batch counter's low 31 bits, and FL_TS_USED. */
+#define FL_TS_USED 0x80000000u
+#define FL_TS_BATCH 0x7fffffffu
+
+/* Records a hit on slot i at batch `now` (a plain racy store: approximate LRU
  * needs no more). */
 FL_HD void fl_index_touch(const fl_index_view *v, int64_t i, uint32_t now) {
   uint32_t *ts = fl_index_ts(v, (uint64_t)i);
-  if (*ts != now) *ts = now;
+  uint32_t hit = (now & FL_TS_BATCH) | FL_TS_USED;
+  if (*ts != hit) *ts = hit;
 }
 
 /* Takes slot i for writing if its version is still `ver` (even). */
@@ -188,7 +194,7 @@ FL_HD fl_insert_result fl_index_insert(const fl_index_view *v, uint64_t key, uin
       continue;
     }
     fl_index_set_key(v, reuse, key);
-    *fl_index_ts(v, reuse) = now;
+    *fl_index_ts(v, reuse) = now & FL_TS_BATCH; /* on probation: not hit yet */
     FL_FENCE();
     fl_st64(&v->locs[reuse], loc);
     fl_index_release(v, reuse, reuse_ver);
@@ -234,23 +240,35 @@ FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
 
 /* Age bucket of a slot for the eviction histogram: batches since last use,
  * one bucket per batch up to FL_AGE_EXACT, then FL_AGE_STEPS buckets per
- * doubling up to 2^31 batches; the scan evicts the oldest buckets first.
+ * doubling up to 2^30 batches; the scan evicts the oldest buckets first.
  * A server's cache counts tens of thousands of small batches a second:
  * clamped at a few hundred batches, nearly every entry would share the
  * oldest bucket, and eviction would take them in no order (and claim the
  * bucket's quota entry by entry). A timestamp after `now` (a query that
  * began after the scan read the clock touched it) is the youngest, not
- * 2^32 - 1 batches old: the scans run beside queries. */
+ * 2^31 - 1 batches old: the scans run beside queries.
+ *
+ * An entry not hit since it came in (no FL_TS_USED) ages FL_PROBATION_AGING
+ * times faster, as a segmented LRU's probation list goes first: most rows
+ * admitted are used once, and age alone let them outlive rows that had
+ * paid back their copy. On the Criteo head (policy_sim, TinyLFU, watermarks
+ * 0.95/0.98) factor 4 gave 0.2 to 1.1 points more hits than plain age, at
+ * or within 0.1 of the best batched policy on all four rows; 8 the same to
+ * 0.05; replay's workload, whose hot set stands still, the same to 0.01. */
 #define FL_AGE_BUCKETS 1024u
 #define FL_AGE_EXACT_BITS 9u
 #define FL_AGE_EXACT (1u << FL_AGE_EXACT_BITS)
 #define FL_AGE_STEP_BITS 4u
+#define FL_AGE_FUTURE 0x40000000u
+#define FL_PROBATION_AGING 4u
 FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
-  uint32_t age = now - ts; /* wraps correctly for counters 2^31 apart */
-  if (age >= 0x80000000u) return 0;
+  uint32_t age = (now - ts) & FL_TS_BATCH; /* wraps correctly for counters 2^30 apart */
+  if (age >= FL_AGE_FUTURE) return 0;
+  if (!(ts & FL_TS_USED))
+    age = age < FL_AGE_FUTURE / FL_PROBATION_AGING ? age * FL_PROBATION_AGING : FL_AGE_FUTURE - 1u;
   if (age < FL_AGE_EXACT) return age;
 #ifdef __CUDA_ARCH__
-  uint32_t top = 31u - (uint32_t)__clz(age); /* FL_AGE_EXACT_BITS to 30 */
+  uint32_t top = 31u - (uint32_t)__clz(age); /* FL_AGE_EXACT_BITS to 29 */
 #else
   uint32_t top = 31u - (uint32_t)__builtin_clz(age);
 #endif

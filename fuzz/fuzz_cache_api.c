@@ -161,8 +161,8 @@ static void draw_config(fuzz_bytes *b, fl_config *cfg) {
   cfg->key_bits = k & 1 ? 32 : 64;
   cfg->layout = k & 2 ? FL_LAYOUT_PER_TABLE : FL_LAYOUT_FLAT;
   /* The coin at three probabilities, or TinyLFU (cache/admit_rule.h). */
+  cfg->admit_policy = a < 3 ? FL_ADMIT_COIN : FL_ADMIT_TINYLFU;
   if (a < 3) cfg->admit_probability = admit[a];
-  else cfg->admit_policy = FL_ADMIT_TINYLFU;
   cfg->missing = k & 16 ? FL_MISSING_ERROR : FL_MISSING_ZERO;
   cfg->budget_bytes = budgets[(k >> 5) & 3];
   cfg->encoding = k & 128 ? FL_ENCODING_FIXED : FL_ENCODING_SIZE_AWARE;

@@ -298,9 +298,9 @@ typedef struct fl_config {
   double admit_probability; /* a missed vector enters the cache with this probability per
                                missed lookup (1 - (1-p)^k for k lookups in one batch),
                                default 0.5; FL_ADMIT_COIN only */
-  fl_admit_policy admit_policy; /* default FL_ADMIT_COIN */
-  double high_watermark;    /* pool use fraction that starts eviction, default 0.95 */
-  double low_watermark;     /* eviction stops under this fraction, default 0.80 */
+  fl_admit_policy admit_policy; /* default FL_ADMIT_TINYLFU */
+  double high_watermark;    /* pool use fraction that starts eviction, default 0.98 */
+  double low_watermark;     /* eviction stops under this fraction, default 0.95 */
   uint64_t unified_entries; /* index entries pointing into the store, default 0 */
   uint64_t seed;            /* admission coin seed, default 0x5eed */
   uint32_t host_threads;    /* host backend threads, 0 = all cores (CUDA: not used; misses

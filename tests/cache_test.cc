@@ -77,6 +77,8 @@ class CacheTest : public testing::TestWithParam<Param> {
     cfg.layout = GetParam().layout;
     cfg.key_bits = GetParam().key_bits;
     cfg.budget_bytes = budget;
+    // The coin: these cases choose what share of the misses enters.
+    cfg.admit_policy = FL_ADMIT_COIN;
     cfg.admit_probability = admit;
     cfg.host_threads = 2;
     return cfg;

@@ -241,6 +241,7 @@ int Reader(int in, int out) {
   fl_config_default(&cc);
   cc.backend = FL_BACKEND_HOST;
   cc.budget_bytes = 1 << 20;
+  cc.admit_policy = FL_ADMIT_COIN;
   cc.admit_probability = 1;
   cc.host_threads = 1;
   fl_cache *c = nullptr;

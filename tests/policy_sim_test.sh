@@ -69,15 +69,17 @@ run = json.load(open(sys.argv[2]))["runs"][0]
 assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
 PY
 
-# The fleche row under TinyLFU admission (--admit-policy) is the library
-# too: replay with the same policy and budget hits as often, and more often
-# than the coin on this trace.
+# The fleche row under TinyLFU admission (--admit-policy, the default) is
+# the library too: replay with the same policy and budget hits as often, and
+# more often than the coin on this trace.
 "$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet \
   --policies fleche --admit-policy tinylfu --json "$T/t.json" > /dev/null || fail "tinylfu row"
 FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
   --budget-bytes "$budget" --admit-policy tinylfu --quiet --json "$T/rt.json" > /dev/null \
   || fail "replay --admit-policy tinylfu"
-python3 - "$T/t.json" "$T/rt.json" "$T/g.json" <<'PY' || fail "the tinylfu fleche row equals replay's hits"
+"$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet \
+  --policies fleche --admit-policy coin --json "$T/coin.json" > /dev/null || fail "coin row"
+python3 - "$T/t.json" "$T/rt.json" "$T/coin.json" <<'PY' || fail "the tinylfu fleche row equals replay's hits"
 import json, sys
 sim = json.load(open(sys.argv[1]))["policies"][0]
 run = json.load(open(sys.argv[2]))["runs"][0]
@@ -86,6 +88,29 @@ assert sim["name"] == "fleche", sim
 assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
 assert sim["hits"] > coin["hits"], (sim["hits"], coin["hits"])
 PY
+
+# The cache options reach the library, in both tools: a fuller index
+# leaves more of a budget to the pool, so the row needs less budget, and
+# replay with the same options and that budget hits as often.
+"$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet \
+  --policies fleche --max-load 0.7 --watermarks 0.9,0.97 --json "$T/o.json" > /dev/null \
+  || fail "--max-load and --watermarks"
+obudget=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["policies"][0]["budget_bytes"])' "$T/o.json")
+[ "$obudget" -lt "$budget" ] || fail "--max-load 0.7: budget $obudget, not under the default's $budget"
+FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
+  --budget-bytes "$obudget" --max-load 0.7 --watermarks 0.9,0.97 --quiet --json "$T/ro.json" \
+  > /dev/null || fail "replay --max-load --watermarks"
+python3 - "$T/o.json" "$T/ro.json" <<'PY' || fail "the row with options equals replay's hits"
+import json, sys
+sim = json.load(open(sys.argv[1]))["policies"][0]
+run = json.load(open(sys.argv[2]))["runs"][0]
+assert (sim["hits"], sim["lookups"]) == (run["hits"], run["lookups"]), (sim, run["hits"])
+PY
+rc=0; "$SIM" --watermarks 0.9 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "--watermarks with one fraction exits 2, got $rc"
+rc=0; "$SIM" --batches 2 --policies fleche --watermarks 0.98,0.95 2> "$T/wm.txt" || rc=$?
+[ "$rc" = 1 ] && grep -q "watermarks out of order" "$T/wm.txt" \
+  || fail "watermarks out of order: exit 1 with the library's message, got $rc: $(cat "$T/wm.txt")"
 
 # The hot set moves halfway; the vectors those of a 1% cache (1 MiB).
 "$SIM" --tables 200000,3000,500000 --scale 1 --batch 256 --batches 64 --switch-at 32 --budget-pct 1 \

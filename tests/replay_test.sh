@@ -41,7 +41,8 @@ for k in ms all_hit_ms gather_ms distinct_misses memcpy_rows_per_s steady_latenc
 done
 
 # Hashed-id generator with unified-index pointers: answers still verified.
-"$REPLAY" --tables 1000,50,20000 --hashed --batch 512 --batches 6 --unified 2000 --admit 0.2 \
+"$REPLAY" --tables 1000,50,20000 --hashed --batch 512 --batches 6 --unified 2000 \
+  --admit-policy coin --admit 0.2 \
   --verify --quiet > "$T/h.txt" || fail "hashed generator replay"
 verified "$T/h.txt" || fail "hashed replay verifies"
 grep -q "unified index [1-9]" "$T/h.txt" || fail "pointers are hit"

@@ -192,6 +192,7 @@ static fl_cache *make_cache(fl_store *store, fl_layout layout, uint64_t budget, 
   cfg.backend = FL_BACKEND_CUDA;
   cfg.layout = layout;
   cfg.budget_bytes = budget;
+  cfg.admit_policy = FL_ADMIT_COIN; /* every row enters: the all-hit batches */
   cfg.admit_probability = 1.0;
   cfg.profile = profile;
   fl_cache *c;

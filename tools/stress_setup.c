@@ -59,7 +59,6 @@ int make_cache(stress *s) {
   cfg.backend = s->o.backend;
   cfg.layout = s->o.layout;
   cfg.budget_bytes = s->o.budget_kb << 10;
-  cfg.admit_probability = 0.5;
   cfg.unified_entries = UNIFIED_ON;
   cfg.seed = s->o.seed;
   cfg.zero_copy_rows = s->o.zero_copy_rows;

@@ -256,7 +256,7 @@ def main() -> None:
     with fleche.Store(tables) as store:
         for j in range(n_tables):
             store.fill_synthetic(j, 42)
-        with fleche.Cache(store, backend=backend, budget_bytes=256 << 20,
+        with fleche.Cache(store, backend=backend, budget_bytes=256 << 20, admit_policy="coin",
                           admit_probability=1.0, host_threads=args.host_threads) as cache:
             cache.reserve(max(t * n for t, n in sizes), n_tables)
             for _ in range(args.runs):

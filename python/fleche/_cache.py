@@ -44,8 +44,9 @@ class Cache(_Owner):
     before it. Use it as a context manager, or call close().
 
     Keyword arguments map to fl_config fields; None keeps the library default
-    (fl_config_default): budget_bytes 1 GiB, admit_probability 0.5, key_bits 64,
-    max_load 0.5, watermarks 0.95/0.80, unified_entries 0, host_threads 0 (all
+    (fl_config_default): budget_bytes 1 GiB, admit_policy "tinylfu",
+    admit_probability 0.5 (the coin's), key_bits 64, max_load 0.5, watermarks
+    0.98/0.95, unified_entries 0, host_threads 0 (all
     cores), seed 0x5eed, zero_copy_rows fleche.ZERO_COPY_AUTO (CUDA: batches with
     at most that many distinct misses of dense tables read them in place from
     the store; AUTO: the cache times both paths at create and picks the count,
@@ -53,9 +54,9 @@ class Cache(_Owner):
     backend "auto" picks CUDA when a GPU is usable (env FL_BACKEND=host|cuda
     overrides "auto"). missing: "zero" (absent hashed ids
     answer zero vectors) or "error" (queries raise NotFound). admit_policy:
-    "coin" (admit_probability per missed lookup) or "tinylfu" (a missed vector
-    enters when its recent frequency beats the evicted entries'); None keeps
-    the library default.
+    "tinylfu" (a missed vector enters when its recent frequency beats the
+    evicted entries') or "coin" (admit_probability per missed lookup); None
+    keeps the library default.
     """
 
     def __init__(self, store: Store, *, budget_bytes: Optional[int] = None,

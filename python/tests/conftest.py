@@ -45,7 +45,7 @@ def store() -> Iterator[fleche.Store]:
 @pytest.fixture
 def cache(store: fleche.Store) -> Iterator[fleche.Cache]:
     with fleche.Cache(store, budget_bytes=8 << 20, backend="host", host_threads=2,
-                      admit_probability=1.0) as c:
+                      admit_policy="coin", admit_probability=1.0) as c:
         yield c
 
 
@@ -85,8 +85,7 @@ def in_four_threads(store: fleche.Store,
     """Runs work(cache, rng) on 4 threads started together, over one small cache
     (evictions happen too); re-raises the first error, checks that the counters
     add up, and returns the cache's statistics."""
-    with fleche.Cache(store, backend="host", budget_bytes=256 << 10, host_threads=2,
-                      admit_probability=0.5) as cache:
+    with fleche.Cache(store, backend="host", budget_bytes=256 << 10, host_threads=2) as cache:
         errors = []
         barrier = threading.Barrier(4)
 

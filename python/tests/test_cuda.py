@@ -81,7 +81,8 @@ def c_calls(monkeypatch):
 
 @pytest.fixture
 def gcache(store):
-    with fleche.Cache(store, budget_bytes=64 << 20, backend="cuda", admit_probability=1.0) as c:
+    with fleche.Cache(store, budget_bytes=64 << 20, backend="cuda", admit_policy="coin",
+                      admit_probability=1.0) as c:
         yield c
 
 
@@ -89,8 +90,8 @@ def test_zero_copy_misses_match_the_store(store):
     # Few dense misses per batch: the GPU reads them in place; hashed ones
     # are gathered on the host in the same batch.
     rng = np.random.default_rng(5)
-    with fleche.Cache(store, budget_bytes=64 << 20, backend="cuda", admit_probability=0.0,
-                      zero_copy_rows=1024) as c:
+    with fleche.Cache(store, budget_bytes=64 << 20, backend="cuda", admit_policy="coin",
+                      admit_probability=0.0, zero_copy_rows=1024) as c:
         for _ in range(3):
             q = {t.name: random_ids(rng, t, 50, 0.2) for t in store.tables}
             got = c.query({name: as_torch(ids, DEV) for name, ids in q.items()})
