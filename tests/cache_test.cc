@@ -434,6 +434,46 @@ TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
   EXPECT_GE(seen_hits, 90u) << "rows missed twice were not admitted";
 }
 
+// Eviction's probation: rows hit since their admission outlive younger rows
+// never hit. A is admitted and hit once; B is admitted later and never hit;
+// C then fills the pool past the high watermark, and the next round evicts
+// down to the low one. By age alone A, the oldest, would go first; ranked
+// with probation (cache/index.h), B goes and A stays whole.
+TEST_P(CacheTest, RowsHitSinceAdmissionOutliveYoungerRowsNeverHit) {
+  if (GetParam().layout != FL_LAYOUT_FLAT) GTEST_SKIP() << "sizes below are of one flat pool";
+  fl_config cfg = Config(512 << 10, 1.0);
+  cfg.low_watermark = 0.7;
+  cfg.high_watermark = 0.9;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  const size_t wide = 2;
+  auto query = [&](uint64_t from, uint64_t to) {
+    std::vector<std::vector<uint64_t>> ids(tables_.size());
+    for (uint64_t k = from; k < to; k++) ids[wide].push_back(k);
+    QueryAndCheck(c.get(), ids, nullptr, false);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  };
+  auto hits_of = [&](uint64_t from, uint64_t to) {
+    uint64_t before = Stats(c.get()).hits;
+    query(from, to);
+    return Stats(c.get()).hits - before;
+  };
+  uint64_t cap = Stats(c.get()).pool_bytes / RowBytes(tables_[wide]);
+  uint64_t a = cap * 3 / 10, b = 2 * a, c_end = b + cap * 35 / 100;
+  ASSERT_LT(c_end + 8, tables_[wide].corpus_size);
+  query(0, a);
+  ASSERT_EQ(hits_of(0, a), a) << "A is cached whole, and hit once";
+  query(a, b);
+  for (uint64_t k = 0; k < 4; k++) query(c_end + k, c_end + k + 1);  // batches go by
+  query(b, c_end);
+  ASSERT_EQ(Stats(c.get()).evictions, 0u) << "nothing evicted before C filled the pool";
+  query(c_end + 4, c_end + 5);  // the round after C's evicts
+  if (HasFatalFailure()) return;
+  ASSERT_GT(Stats(c.get()).evictions, cap / 10);
+  EXPECT_EQ(hits_of(0, a), a) << "a row hit since its admission was evicted before unhit ones";
+  EXPECT_LT(hits_of(a, b), (b - a) / 2) << "rows never hit survived";
+}
+
 // Heavy churn over a pool of many pages: classes grow, evict, give pages back
 // and take them again; every answer still matches the store.
 TEST_P(CacheTest, EvictionChurnAcrossManyPages) {
