@@ -64,7 +64,8 @@ static void usage(FILE *f) {
         "  (the request pool: N generator batches of N samples [replay's: 128, host 16]),\n"
         "  --tables, --scale, --exponent, --hashed, --seed, --dim, --fp16, --model,\n"
         "  --model-npy, --model-hugectr, --store, --store-ns, --dram-budget-pct,\n"
-        "  --budget-pct [5], --budget-bytes, --unified, --admit, --layout, --backend,\n"
+        "  --budget-pct [5], --budget-bytes, --unified, --admit, --admit-policy,\n"
+        "  --max-load, --watermarks, --layout, --backend,\n"
         "  --quiet\n",
         f);
 }
