@@ -293,10 +293,10 @@ fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
   /* CUDA: the caller fetches with the store's own pool; the courier
    * admits. */
   if (backend == FL_BACKEND_CUDA) {
-    c->courier = fl_courier_create(0);
-    c->fixed.answerer = fl_courier_create(FL_ANSWER_SPIN_NS);
+    c->courier = fl_courier_create("fl-admit", 0);
+    c->fixed.answerer = fl_courier_create("fl-answer", FL_ANSWER_SPIN_NS);
   } else {
-    c->fixed.workers = fl_workers_create(cfg->host_threads);
+    c->fixed.workers = fl_workers_create("fl-cache", cfg->host_threads);
   }
   int threads = backend == FL_BACKEND_CUDA ? c->courier && c->fixed.answerer : c->fixed.workers != NULL;
   if (!c->fixed.tables || !c->generation || !c->counters || !threads) {

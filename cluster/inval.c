@@ -240,6 +240,7 @@ fl_status fl_inval_start(fl_cluster *c, const void *eh, uint64_t self, fl_inval_
     free(v);
     return fl_fail(eh, FL_ERR_OUT_OF_MEMORY, "cannot start the change subscriber thread");
   }
+  pthread_setname_np(v->thread, "fl-inval"); /* a name is a label: failing is harmless */
   *out = v;
   return FL_OK;
 }

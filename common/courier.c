@@ -65,7 +65,7 @@ static void *courier_main(void *arg) {
   return NULL;
 }
 
-fl_courier *fl_courier_create(uint64_t spin_ns) {
+fl_courier *fl_courier_create(const char *name, uint64_t spin_ns) {
   fl_courier *k = calloc(1, sizeof *k);
   if (!k) return NULL;
   k->next_ticket = 1;
@@ -78,6 +78,7 @@ fl_courier *fl_courier_create(uint64_t spin_ns) {
     free(k);
     return NULL;
   }
+  pthread_setname_np(k->thread, name); /* a name is a label: failing is harmless */
   return k;
 }
 

@@ -31,11 +31,12 @@ typedef struct fl_courier_job {
   uint64_t *ticket;
 } fl_courier_job;
 
-/* NULL when the thread or memory cannot be had. spin_ns: how long the thread
- * spins for the next job before it sleeps (0: it sleeps at once); a job
- * handed to a sleeping thread waits for its wake-up, tens of microseconds
- * on a busy VM. */
-fl_courier *fl_courier_create(uint64_t spin_ns);
+/* NULL when the thread or memory cannot be had. name: the thread's name
+ * (pthread_setname_np: at most 15 characters, what its jobs are for).
+ * spin_ns: how long the thread spins for the next job before it sleeps (0:
+ * it sleeps at once); a job handed to a sleeping thread waits for its
+ * wake-up, tens of microseconds on a busy VM. */
+fl_courier *fl_courier_create(const char *name, uint64_t spin_ns);
 /* Runs every job waiting, then stops the thread. NULL does nothing. */
 void fl_courier_destroy(fl_courier *k);
 /* Hands the job over and returns at once; a waiting job of its key is shed

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -366,7 +367,7 @@ static void calibrate(fl_workers *w) {
                      median(wake, n_wake));
 }
 
-fl_workers *fl_workers_create(uint32_t threads) {
+fl_workers *fl_workers_create(const char *name, uint32_t threads) {
   if (threads == 0) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     threads = c > 0 ? (uint32_t)c : 1;
@@ -385,6 +386,9 @@ fl_workers *fl_workers_create(uint32_t threads) {
       fl_workers_destroy(w);
       return NULL;
     }
+    char thread_name[16]; /* Linux's limit, with the NUL */
+    snprintf(thread_name, sizeof thread_name, "%s-%u", name, i);
+    pthread_setname_np(w->threads[i], thread_name); /* a name is a label: failing is harmless */
   }
   if (w->n) calibrate(w);
   return w;

@@ -26,10 +26,13 @@ typedef struct fl_workers fl_workers;
  * same from job to job (the pool learns their time per range function). */
 typedef void (*fl_range_fn)(void *ctx, size_t begin, size_t end);
 
-/* threads = 0 picks the number of online cores (at most 4096). Measures the
- * hand-offs before it returns (under a millisecond). NULL on allocation
- * failure. */
-fl_workers *fl_workers_create(uint32_t threads);
+/* threads = 0 picks the number of online cores (at most 4096). The worker
+ * threads (threads - 1: the caller is one more) are named "<name>-0",
+ * "<name>-1", ... (pthread_setname_np; cut to Linux's 15 characters), so
+ * that top -H, ps -L and /proc/self/task/TID/comm tell the pools apart;
+ * name is non-NULL. Measures the hand-offs before it returns (under a
+ * millisecond). NULL on allocation failure. */
+fl_workers *fl_workers_create(const char *name, uint32_t threads);
 void fl_workers_destroy(fl_workers *w);
 uint32_t fl_workers_count(const fl_workers *w);
 /* Runs fn over [0, n) in chunks of at least `grain` items on the calling

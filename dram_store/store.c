@@ -55,7 +55,7 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
   fl_grace_init(&env->grace);
   pthread_mutex_init(&s->subs_lock, NULL);
   pthread_mutex_init(&s->map_lock, NULL);
-  s->workers = fl_workers_create(threads);
+  s->workers = fl_workers_create("fl-store", threads);
   s->tables = calloc(n_tables ? n_tables : 1, sizeof *s->tables);
   if (!s->workers || !s->tables) {
     fl_store_destroy(s);

@@ -4,18 +4,22 @@
 // caller alone and a large one calls in the workers, with the same results;
 // the pool learns its costs; a started job overlaps the caller's own work, a
 // busy pool runs a second caller's range on that caller, and waking ahead
-// leaves jobs intact. The courier (common/courier.h): jobs run in order, off
-// the poster's thread, one at a time; posts never wait, a waiting job is
-// shed by a newer one of its key or by fl_courier_shed; wait, idle and
-// destroy wait for jobs.
+// leaves jobs intact; its threads carry its name. The courier
+// (common/courier.h): jobs run in order, off the poster's thread, one at a
+// time; posts never wait, a waiting job is shed by a newer one of its key or
+// by fl_courier_shed; wait, idle and destroy wait for jobs; its thread
+// carries its name.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -40,9 +44,19 @@ void ExpectEachOnce(const Counts &c) {
   for (size_t i = 0; i < c.hits.size(); i++) ASSERT_EQ(c.hits[i].load(), 1) << "item " << i;
 }
 
+// The names of the process's threads now (/proc/self/task/TID/comm).
+std::multiset<std::string> ThreadNames() {
+  std::multiset<std::string> names;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string name;
+    if (std::getline(std::ifstream(task.path() / "comm"), name)) names.insert(name);
+  }
+  return names;
+}
+
 struct Pool {
   fl_workers *w;
-  explicit Pool(uint32_t threads) : w(fl_workers_create(threads)) {}
+  explicit Pool(uint32_t threads) : w(fl_workers_create("test-pool", threads)) {}
   ~Pool() { fl_workers_destroy(w); }
 };
 
@@ -252,6 +266,23 @@ TEST(Workers, OneThreadPoolRunsEverythingOnTheCaller) {
   ExpectEachOnce(c);
 }
 
+// Fails when a pool's workers go unnamed, or a name too long for Linux's 15
+// characters is dropped rather than cut.
+TEST(Workers, ThreadsCarryThePoolsName) {
+  fl_workers *w = fl_workers_create("named-pool", 4);
+  ASSERT_NE(w, nullptr);
+  std::multiset<std::string> names = ThreadNames();
+  for (const char *name : {"named-pool-0", "named-pool-1", "named-pool-2"})
+    EXPECT_EQ(names.count(name), 1u) << name;
+  EXPECT_EQ(names.count("named-pool-3"), 0u) << "the caller is the fourth thread";
+  fl_workers_destroy(w);
+  EXPECT_EQ(ThreadNames().count("named-pool-0"), 0u) << "destroy joins the workers";
+  w = fl_workers_create("a-much-too-long-pool", 2);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(ThreadNames().count("a-much-too-long"), 1u);
+  fl_workers_destroy(w);
+}
+
 // ------------------------------------------------------------ the cost model
 
 fl_pool_shape Shape(size_t n, size_t grain, uint32_t spinning, uint32_t sleeping, int works) {
@@ -381,7 +412,7 @@ void Post(fl_courier *k, Delivery *d, uint64_t key) {
 class CourierSpin : public testing::TestWithParam<uint64_t> {};
 
 TEST_P(CourierSpin, RunsJobsOfDistinctKeysInOrderOffThePostersThread) {
-  fl_courier *k = fl_courier_create(GetParam());
+  fl_courier *k = fl_courier_create("test-courier", GetParam());
   ASSERT_NE(k, nullptr);
   constexpr int kJobs = 200;
   std::atomic<int> log{0};
@@ -409,7 +440,7 @@ INSTANTIATE_TEST_SUITE_P(SleepOrSpin, CourierSpin, testing::Values(0ull, 100000u
 // While the first job runs, posts return at once; a waiting job is shed by
 // the next of its key, which takes its place in the queue.
 TEST(Courier, PostNeverWaitsAndANewerJobShedsTheWaitingOneOfItsKey) {
-  fl_courier *k = fl_courier_create(0);
+  fl_courier *k = fl_courier_create("test-courier", 0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[5] = {-1, -1, -1, -1, -1};
@@ -443,7 +474,7 @@ TEST(Courier, PostNeverWaitsAndANewerJobShedsTheWaitingOneOfItsKey) {
 }
 
 TEST(Courier, ShedTakesOnlyAWaitingJobAndWaitWaitsForARunningOne) {
-  fl_courier *k = fl_courier_create(0);
+  fl_courier *k = fl_courier_create("test-courier", 0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[2] = {-1, -1};
@@ -476,7 +507,7 @@ TEST(Courier, ShedTakesOnlyAWaitingJobAndWaitWaitsForARunningOne) {
 }
 
 TEST(Courier, DestroyRunsEveryWaitingJob) {
-  fl_courier *k = fl_courier_create(0);
+  fl_courier *k = fl_courier_create("test-courier", 0);
   ASSERT_NE(k, nullptr);
   std::atomic<int> log{0};
   int order[2] = {-1, -1};
@@ -496,6 +527,13 @@ TEST(Courier, DestroyRunsEveryWaitingJob) {
   EXPECT_EQ(order[0], 7);
   EXPECT_EQ(order[1], 8);
   fl_courier_destroy(nullptr);
+}
+
+TEST(Courier, ThreadCarriesItsName) {
+  fl_courier *k = fl_courier_create("named-courier", 0);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(ThreadNames().count("named-courier"), 1u);
+  fl_courier_destroy(k);
 }
 
 }  // namespace

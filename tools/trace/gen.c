@@ -89,7 +89,7 @@ fl_status fl_trace_open_zipf(const fl_zipf_spec *spec, fl_trace **out) {
     g->zipf[ph] = calloc(n, sizeof *g->zipf[ph]);
     g->perm[ph] = calloc(n, sizeof *g->perm[ph]);
   }
-  g->workers = fl_workers_create(spec->threads);
+  g->workers = fl_workers_create("trace-gen", spec->threads);
   if (!g->zipf[0] || !g->zipf[1] || !g->perm[0] || !g->perm[1] || !g->workers) {
     fl_trace_close(&g->base);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "zipf: out of memory");
