@@ -6,8 +6,10 @@
 # the closed loop's), the scheduler's account is there and consistent
 # (counts within their wholes: preempted requests within the requests, the
 # requests' run-queue delay within the workers', the workers' within the
-# process's), the SVG is well-formed, a log-uniform size mix stays in its
-# range, and bad usage exits 2.
+# process's), the process's threads by kind add up to the process and name
+# the store's pool (fl-store), the workers (serve-w) and the sampler, the
+# SVG is well-formed, a log-uniform size mix stays in its range, and bad
+# usage exits 2.
 set -eu
 SERVE="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -17,7 +19,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$SERVE" --help > "$T/help.txt" || fail "--help exits 0"
 grep -q -- "--loads" "$T/help.txt" || fail "--help lists the options"
 
-"$SERVE" --quick --threads 3 --json "$T/s.json" --svg "$T/s.svg" > "$T/out.txt" \
+# Two host threads: the store's pool has a worker whatever the machine's cores.
+"$SERVE" --quick --threads 3 --host-threads 2 --json "$T/s.json" --svg "$T/s.svg" > "$T/out.txt" \
   || fail "serve_bench --quick exits 0"
 cat "$T/out.txt"
 python3 - "$T/out.txt" "$T/s.json" "$T/s.svg" <<'PY' || fail "levels, percentiles, json or svg"
@@ -36,6 +39,9 @@ for name, f in sched_rows.items():
     assert 0 <= slow_pre <= min(pre, slow) and max(pre, slow) <= n, (name, f)
     assert int(f[-1]) >= 3 + 1, name + ": threads: the workers and main at least"
 assert any(l.startswith("scheduler probes: ") for l in text)
+at = next(i for i, l in enumerate(text) if l.startswith("scheduler per level by thread kind"))
+kind_rows = text[at + 2:text.index("", at)]
+assert sum(" fl-store " in l for l in kind_rows) == 3, kind_rows
 for name, f in rows.items():
     achieved, p50, p99, p999, mx = map(float, f[3:4] + f[5:9])
     assert achieved > 0, name + ": achieved rate"
@@ -66,6 +72,16 @@ for l in levels:
         assert delay_ok(sc[key]), sc
     assert delay_ok(wk["run_delay_ms"]) and delay_ok(pr["run_delay_ms"]), sc
     assert 0 <= wk["nivcsw"] <= pr["nivcsw"] and 0 <= wk["nvcsw"] <= pr["nvcsw"], sc
+    kinds = {k["kind"]: k for k in sc["kinds"]}
+    assert len(kinds) == len(sc["kinds"]), sc["kinds"]
+    for name, n in (("fl-store", 1), ("serve-w", 3), ("serve-sampler", 1)):
+        assert name in kinds and kinds[name]["threads"] == n, (name, sc["kinds"])
+    assert sum(k["threads"] for k in kinds.values()) == sc["threads"], sc
+    for key in ("nivcsw", "nvcsw"):
+        assert sum(k[key] for k in kinds.values()) == pr[key], (key, sc)
+    assert kinds["serve-w"]["nivcsw"] == wk["nivcsw"], sc
+    if known:
+        assert abs(sum(k["run_delay_ms"] for k in kinds.values()) - pr["run_delay_ms"]) < 0.05, sc
     if known:
         assert sc["slow_run_delay_ms"] <= sc["run_delay_ms"] + 0.001, sc
         assert sc["run_delay_ms"] <= wk["run_delay_ms"] + 0.001 <= pr["run_delay_ms"] + 0.002, sc

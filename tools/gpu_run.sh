@@ -115,8 +115,10 @@ if [ "${FL_SKIP_BENCH:-0}" != 1 ]; then
   "$here/serve_bench" --threads 4 --json "$out/serve_bench.json" --svg "$out/serve_bench.svg" \
     >"$out/serve_bench.log" 2>&1 || rc=1
   grep -A8 "^level" "$out/serve_bench.log" | head -n 9
-  # The scheduler's account per level: preempted requests, run-queue delay.
-  grep -A6 "^scheduler per level" "$out/serve_bench.log" | tail -n 6
+  # The scheduler's account per level: preempted requests, run-queue delay;
+  # then by thread kind: which threads waited for a CPU.
+  grep -A6 "^scheduler per level (" "$out/serve_bench.log" | tail -n 6
+  sed -n '/^scheduler per level by thread kind/,/^$/p' "$out/serve_bench.log" | sed '1d;/^$/d'
 fi
 python3 - "$out" <<'PY'
 import glob, sys, xml.etree.ElementTree as ET

@@ -33,7 +33,8 @@
  * kernel's account comes beside it: the worker thread's involuntary context
  * switches and run-queue delay while it served the request, and per level
  * the same for the workers and for every thread of the process (the
- * library's pools, courier and answerer) (serve_sched.c). */
+ * library's pools, courier and answerer), also grouped by the threads' names
+ * (serve_sched.c). */
 #ifndef FL_TOOLS_SERVE_H
 #define FL_TOOLS_SERVE_H
 
@@ -183,9 +184,30 @@ void fl_serve_sched_self(fl_serve_sched *s);
  * thread; *known: its run-queue delay can be read. */
 double fl_serve_probe_cost_ns(int *known);
 
+/* Threads of one kind: those whose names differ only in a trailing "-N" or
+ * digits (the library's fl-store-0, fl-store-1, ... are "fl-store"; the
+ * workers' serve-w-N "serve-w"). A thread never named has its process's
+ * name; CUDA's have theirs ("cuda-EvtHandlr"). */
+typedef struct fl_serve_kind {
+  char name[16];        /* the name less its number; one word, no '"' or '\' */
+  uint32_t threads;
+  fl_serve_sched s;     /* their changes, summed */
+} fl_serve_kind;
+
+typedef struct fl_serve_kinds {
+  fl_serve_kind *k;     /* in the order their first thread was added */
+  uint32_t n;
+} fl_serve_kinds;
+
+/* Adds one thread's change d to the kind of its name (comm); without memory
+ * for a new kind the thread is left out. */
+void fl_serve_kinds_add(fl_serve_kinds *ks, const char *comm, const fl_serve_sched *d);
+void fl_serve_kinds_free(fl_serve_kinds *ks);
+
 /* Every thread of the process at one moment (/proc/self/task). */
 typedef struct fl_serve_task {
   int tid;
+  char comm[16];        /* its name (Linux keeps 15 characters) */
   fl_serve_sched s;     /* nivcsw, nvcsw from its status file */
 } fl_serve_task;
 
@@ -195,10 +217,11 @@ typedef struct fl_serve_tasks {
 } fl_serve_tasks;
 
 void fl_serve_tasks_read(fl_serve_tasks *ts);
-/* The change from a to b summed over b's threads; a thread that a lacks, or
- * one whose id was reused (it counts less in b), counts from 0; a thread
- * that b lacks is not counted. */
-void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d);
+/* The change from a to b summed over b's threads into *d, and per kind into
+ * *kinds (added to); a thread that a lacks, or one whose id was reused (it
+ * counts less in b), counts from 0; a thread that b lacks is not counted. */
+void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d,
+                          fl_serve_kinds *kinds);
 void fl_serve_tasks_free(fl_serve_tasks *ts);
 
 /* ----------------------------------------------------------------- levels */
@@ -239,6 +262,7 @@ typedef struct fl_serve_level {
   fl_serve_sched process; /* every thread: the workers and the sampler over their
                              lives, the others (the library's, main) over the level */
   uint32_t threads;       /* counted in process; 0: /proc/self/task unreadable */
+  fl_serve_kinds kinds;   /* process's threads by kind (none when threads is 0) */
 } fl_serve_level;
 
 /* Everything a level runs on. */

@@ -17,15 +17,36 @@ static void delay(FILE *f, const char *name, int64_t ns, double unit) {
   else fprintf(f, "\"%s\": %.3f", name, (double)ns / unit);
 }
 
-/* {"run_delay_<unit>": .., "nivcsw": .., "nvcsw": ..} */
-static void sched(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
-  fprintf(f, "{");
+/* "run_delay_<unit>": .., "nivcsw": .., "nvcsw": .. */
+static void sched_fields(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
   delay(f, delay_name, s->run_delay_ns, unit);
-  fprintf(f, ", \"nivcsw\": %llu, \"nvcsw\": %llu}", (unsigned long long)s->nivcsw,
+  fprintf(f, ", \"nivcsw\": %llu, \"nvcsw\": %llu", (unsigned long long)s->nivcsw,
           (unsigned long long)s->nvcsw);
 }
 
-/* The scheduler's account of the level: its requests, the workers, the process. */
+/* {"run_delay_<unit>": .., "nivcsw": .., "nvcsw": ..} */
+static void sched(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
+  fputc('{', f);
+  sched_fields(f, s, delay_name, unit);
+  fputc('}', f);
+}
+
+/* The process's threads by kind: [{"kind": .., "threads": .., "run_delay_ms": ..,
+ * "nivcsw": .., "nvcsw": ..}, ...] (kind names need no escaping: serve.h). */
+static void kinds(FILE *f, const fl_serve_kinds *ks) {
+  fprintf(f, "[");
+  for (uint32_t j = 0; j < ks->n; j++) {
+    const fl_serve_kind *k = &ks->k[j];
+    fprintf(f, "%s\n         {\"kind\": \"%s\", \"threads\": %u, ", j ? "," : "", k->name,
+            k->threads);
+    sched_fields(f, &k->s, "run_delay_ms", 1e6);
+    fputc('}', f);
+  }
+  fprintf(f, "]");
+}
+
+/* The scheduler's account of the level: its requests, the workers, the
+ * process, the process by thread kind. */
 static void level_sched(FILE *f, const fl_serve_level *l) {
   fl_serve_preempt pr;
   fl_serve_preempt_of(l, &pr);
@@ -40,7 +61,9 @@ static void level_sched(FILE *f, const fl_serve_level *l) {
   fprintf(f, ", \"process\": ");
   if (l->threads) sched(f, &l->process, "run_delay_ms", 1e6);
   else fprintf(f, "null");
-  fprintf(f, ", \"threads\": %u}", l->threads);
+  fprintf(f, ", \"threads\": %u,\n       \"kinds\": ", l->threads);
+  kinds(f, &l->kinds);
+  fprintf(f, "}");
 }
 
 static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {

@@ -15,7 +15,8 @@
  * delays the start by its cost, under a microsecond). The workers and the
  * sampler live only for their level: each reads its totals as it ends,
  * since the process's threads are read before they start and after they
- * are joined. */
+ * are joined. They are named (WORKER_NAME-N, SAMPLER_NAME) for top -H and
+ * for the level's account by thread kind. */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,6 +39,10 @@
 /* t0 is this far ahead of the threads' creation, so that every worker is
  * waiting when the level begins. */
 #define START_AHEAD_NS 5000000
+/* The level's threads' names (Linux keeps 15 characters): the workers' is
+ * followed by "-N", the worker's id. */
+#define WORKER_NAME "serve-w"
+#define SAMPLER_NAME "serve-sampler"
 
 typedef struct level_run {
   fl_serve_ctx *x;
@@ -56,6 +61,8 @@ typedef struct level_run {
 typedef struct worker_arg {
   level_run *run;
   uint32_t id;
+  char name[20];        /* its thread's: WORKER_NAME-id (K <= 1024: within Linux's 15
+                           characters) */
   fl_serve_sched life;  /* the worker's totals as it ended */
 } worker_arg;
 
@@ -187,16 +194,21 @@ static fl_status compact(level_run *run, uint64_t taken) {
 
 /* The scheduler over the level: the threads that outlive it from the
  * process's two reads, the level's own (the workers, the sampler if any)
- * from the totals they read as they ended. */
+ * from the totals they read as they ended; by kind too when the process's
+ * threads could be read. */
 static void sched_totals(fl_serve_level *l, const fl_serve_tasks *before, const worker_arg *wa,
                          uint32_t workers, const fl_serve_sched *sampler) {
   fl_serve_tasks after;
   fl_serve_tasks_read(&after);
   l->threads = before->n && after.n ? after.n + workers + (sampler != NULL) : 0;
-  if (l->threads) fl_serve_tasks_delta(before, &after, &l->process);
-  for (uint32_t i = 0; i < workers; i++) fl_serve_sched_add(&l->workers, &wa[i].life);
+  if (l->threads) fl_serve_tasks_delta(before, &after, &l->process, &l->kinds);
+  for (uint32_t i = 0; i < workers; i++) {
+    fl_serve_sched_add(&l->workers, &wa[i].life);
+    if (l->threads) fl_serve_kinds_add(&l->kinds, wa[i].name, &wa[i].life);
+  }
   fl_serve_sched_add(&l->process, &l->workers);
   if (sampler) fl_serve_sched_add(&l->process, sampler);
+  if (sampler && l->threads) fl_serve_kinds_add(&l->kinds, SAMPLER_NAME, sampler);
   fl_serve_tasks_free(&after);
 }
 
@@ -221,10 +233,13 @@ static fl_status run_level(level_run *run) {
   uint32_t started = 0;
   int sampler = s == FL_OK && x->o->sample_ms &&
                 pthread_create(&th[k], NULL, sampler_main, run) == 0;
+  if (sampler) pthread_setname_np(th[k], SAMPLER_NAME);
   int go = s == FL_OK && sampler == (x->o->sample_ms != 0); /* nothing failed yet */
   for (; go && started < k; started++) {
     wa[started] = (worker_arg){.run = run, .id = started};
+    snprintf(wa[started].name, sizeof wa[started].name, WORKER_NAME "-%u", started);
     if (pthread_create(&th[started], NULL, worker_main, &wa[started]) != 0) break;
+    pthread_setname_np(th[started], wa[started].name);
   }
   if (started < k) fail(run, FL_ERR_OUT_OF_MEMORY); /* no thread: the others stop */
   for (uint32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
@@ -293,5 +308,6 @@ void fl_serve_level_free(fl_serve_level *l) {
   free(l->service_us);
   free(l->dispatch_us);
   free(l->samples_at);
+  fl_serve_kinds_free(&l->kinds);
   memset(l, 0, sizeof *l);
 }

@@ -1,6 +1,7 @@
 /* serve_report.c: the serving benchmark's tables on stdout: the setup, one
- * row per level, the scheduler's account per level, and per level the
- * slowest requests with what was going on around them. */
+ * row per level, the scheduler's account per level and per level by thread
+ * kind, and per level the slowest requests with what was going on around
+ * them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,27 @@ static void print_sched(FILE *f, const fl_serve_result *res) {
   }
 }
 
+/* Per level, the process's threads by kind (serve.h's fl_serve_kind), in
+ * the order of their first thread: the same rows from level to level. */
+static void print_kinds(FILE *f, const fl_serve_result *res) {
+  fprintf(f, "\nscheduler per level by thread kind (kind: a thread's name less a trailing -N "
+          "or digits; threads, runq, invol, vol: as process's, over the kind's threads; "
+          "-: unknown)\n");
+  fprintf(f, "%-12s %-15s %7s %11s %8s %8s\n", "level", "kind", "threads", "runq ms", "invol",
+          "vol");
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    if (l->kinds.n == 0) fprintf(f, "%-12s %-15s\n", l->label, "-");
+    for (uint32_t j = 0; j < l->kinds.n; j++) {
+      const fl_serve_kind *k = &l->kinds.k[j];
+      char d[32];
+      fprintf(f, "%-12s %-15s %7u %11s %8llu %8llu\n", j ? "" : l->label, k->name, k->threads,
+              delay_text(d, sizeof d, k->s.run_delay_ns, 1e6, 2),
+              (unsigned long long)k->s.nivcsw, (unsigned long long)k->s.nvcsw);
+    }
+  }
+}
+
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     const fl_serve_result *res) {
   const fl_serve_warm *warm = &res->warm;
@@ -81,6 +103,7 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
     fputc('\n', f);
   }
   print_sched(f, res);
+  print_kinds(f, res);
 }
 
 void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,

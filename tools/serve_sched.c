@@ -8,9 +8,11 @@
  * getrusage 0.14 us, so a request's two probes about 1 us, against requests
  * of 100 us and more: cheap enough for every request. serve_bench measures
  * it again where it runs (fl_serve_probe_cost_ns) and prints it. The
- * process's threads are read from /proc/self/task/TID/{status,schedstat}:
- * open, read, close for each, about 6 us a thread, so only at a level's
- * ends. */
+ * process's threads are read from /proc/self/task/TID/{status,schedstat,
+ * comm}: open, read, close for each, about 6 us a thread, so only at a
+ * level's ends. Their names group them by kind (fl_serve_kind): which pool
+ * waited for a CPU. */
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -111,15 +113,57 @@ static uint64_t status_field(const char *text, const char *key) {
   return at ? strtoull(at + strlen(key), NULL, 10) : 0;
 }
 
-/* One thread's counters; 0 if it has ended meanwhile. */
-static int read_task(int tid, fl_serve_sched *s) {
+/* A thread's kind: its name less a trailing number and the '-' before it
+ * (the whole name if that leaves nothing), with every character that would
+ * split a table's word or need escaping in JSON made '_'. */
+static void kind_of(const char *comm, char kind[16]) {
+  size_t n = strnlen(comm, 15);
+  while (n > 0 && isdigit((unsigned char)comm[n - 1])) n--;
+  if (n > 0 && n < strnlen(comm, 15) && comm[n - 1] == '-') n--;
+  if (n == 0) n = strnlen(comm, 15);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)comm[i];
+    kind[i] = isgraph(c) && c != '"' && c != '\\' ? (char)c : '_';
+  }
+  kind[n] = '\0';
+}
+
+void fl_serve_kinds_add(fl_serve_kinds *ks, const char *comm, const fl_serve_sched *d) {
+  char name[16];
+  kind_of(comm, name);
+  uint32_t i = 0;
+  while (i < ks->n && strcmp(ks->k[i].name, name) != 0) i++;
+  if (i == ks->n) {
+    fl_serve_kind *k = realloc(ks->k, (ks->n + 1) * sizeof *k);
+    if (!k) return;
+    ks->k = k;
+    k[i] = (fl_serve_kind){.threads = 0};
+    memcpy(k[i].name, name, sizeof name);
+    ks->n++;
+  }
+  ks->k[i].threads++;
+  fl_serve_sched_add(&ks->k[i].s, d);
+}
+
+void fl_serve_kinds_free(fl_serve_kinds *ks) {
+  free(ks->k);
+  memset(ks, 0, sizeof *ks);
+}
+
+/* One thread's counters and name; 0 if it has ended meanwhile. */
+static int read_task(int tid, fl_serve_task *t) {
   char path[64], buf[4096];
+  fl_serve_sched *s = &t->s;
   snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
   if (read_small(path, buf, sizeof buf) <= 0) return 0;
   s->nivcsw = status_field(buf, "\nnonvoluntary_ctxt_switches:");
   s->nvcsw = status_field(buf, "\nvoluntary_ctxt_switches:");
   snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
   s->run_delay_ns = read_small(path, buf, sizeof buf) > 0 ? run_delay_of(buf) : -1;
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+  if (read_small(path, t->comm, sizeof t->comm) < 0) snprintf(t->comm, sizeof t->comm, "?");
+  t->comm[strcspn(t->comm, "\n")] = '\0';
+  t->tid = tid;
   return 1;
 }
 
@@ -137,13 +181,13 @@ void fl_serve_tasks_read(fl_serve_tasks *ts) {
       if (!t) break;
       ts->t = t;
     }
-    ts->t[ts->n].tid = tid;
-    ts->n += read_task(tid, &ts->t[ts->n].s);
+    ts->n += read_task(tid, &ts->t[ts->n]);
   }
   closedir(d);
 }
 
-void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d) {
+void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d,
+                          fl_serve_kinds *kinds) {
   *d = (fl_serve_sched){0, 0, 0};
   for (uint32_t i = 0; i < b->n; i++) {
     const fl_serve_sched *now = &b->t[i].s, *then = NULL;
@@ -155,6 +199,7 @@ void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_s
     fl_serve_sched zero = {now->run_delay_ns >= 0 ? 0 : -1, 0, 0};
     fl_serve_sched change = fl_serve_sched_diff(then ? then : &zero, now);
     fl_serve_sched_add(d, &change);
+    fl_serve_kinds_add(kinds, b->t[i].comm, &change);
   }
 }
 
