@@ -3,8 +3,9 @@
 # trace, one whose hot set moves (--switch-at) and the Criteo sample; checks
 # the table's rows, the JSON (OPT at least every policy, the gaps, the fleche
 # row replaying the same lookups through the library with a pool that holds
-# the vectors, and what replay gets with that cache) and the exit code of
-# bad usage (2).
+# the vectors, and what replay gets with that cache), each row's per-batch hit
+# rates and its recovery after the hot set moves, and the exit code of bad
+# usage (2).
 set -euo pipefail
 SIM="$1"
 CRITEO="$2"
@@ -13,7 +14,7 @@ T="${TEST_TMPDIR:-/tmp}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 "$SIM" --help > "$T/help.txt" || fail "--help exits 0"
-for o in --vectors --policies tinylfu --budget-pct --switch-at --admit-policy; do
+for o in --vectors --policies tinylfu --budget-pct --switch-at --admit-policy --recovery-from; do
   grep -q -- "$o" "$T/help.txt" || fail "--help names $o"
 done
 
@@ -49,7 +50,57 @@ assert d["vectors"] <= rows["fleche"]["capacity"] <= d["vectors"] + 512
 assert 0 < rows["fleche"]["hits"], "the library hits"
 assert opt <= d["never_evicting_hit_rate_pct"] + 1e-9
 assert 0 <= d["in_batch_repeats_pct"] < 100
+for name, p in rows.items():
+    assert len(p["batch_hit_rate_pct"]) == d["batches"], name
+    assert all(0 <= x <= 100 for x in p["batch_hit_rate_pct"]), name
 PY
+}
+
+# A generator trace's batches have equal lookups: a row's hit rate is the
+# mean of its per-batch ones.
+check_batch_mean() {
+  python3 - "$1" <<'PY' || fail "$1: per-batch hit rates average to the hit rate"
+import json, sys
+for p in json.load(open(sys.argv[1]))["policies"]:
+    v = p["batch_hit_rate_pct"]
+    assert abs(sum(v) / len(v) - p["hit_rate_pct"]) < 1e-3, (p["name"], sum(v) / len(v), p["hit_rate_pct"])
+PY
+}
+
+# Recovery from batch $2: per row an integer in [0, batches after it], as
+# docs/POLICY_SIM.md defines it from the per-batch hit rates; the table has
+# the column and says whether fleche recovers within LRU's batches. Without
+# $2, no recovery anywhere.
+check_recovery() {
+  python3 - "$1.json" "${2:-}" <<'PY' || fail "$1.json: recovery"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = {p["name"]: p for p in d["policies"]}
+if not sys.argv[2]:
+    assert d["recovery_from"] is None and d["fleche_recovers_within_lru"] is None, d
+    assert all(p["recovery_batches"] is None for p in rows.values())
+    sys.exit(0)
+b = int(sys.argv[2])
+assert d["recovery_from"] == b and d["recovery_tolerance_pts"] == 0.5, d
+after = d["batches"] - b
+for name, p in rows.items():
+    v = p["batch_hit_rate_pct"][b:]
+    steady = sum(v[-((after + 3) // 4):]) / ((after + 3) // 4)
+    k = next(k for k, x in enumerate(v) if x >= steady - 0.5)
+    assert isinstance(p["recovery_batches"], int) and 0 <= p["recovery_batches"] <= after, name
+    assert p["recovery_batches"] == k, (name, p["recovery_batches"], k)
+    assert abs(p["steady_after_switch_pct"] - steady) < 1e-3, (name, p["steady_after_switch_pct"], steady)
+assert d["fleche_recovers_within_lru"] == (rows["fleche"]["recovery_batches"] <= rows["lru"]["recovery_batches"])
+PY
+  if [ -z "${2:-}" ]; then
+    grep -q "recover" "$1.txt" && fail "$1.txt: recovery without a switch"
+    return 0
+  fi
+  for p in opt lru arc tinylfu lfu fleche; do
+    grep -Eq "^$p +[0-9.]+% +[-+][0-9.]+ +[-+][0-9.]+ +[0-9]+ " "$1.txt" || fail "$1.txt: $p's recovery"
+  done
+  grep -Eq "^fleche recovers in [0-9]+ batches, batched LRU in [0-9]+: (within LRU's|slower than LRU)$" \
+    "$1.txt" || fail "$1.txt: whether fleche recovers within LRU's batches"
 }
 
 "$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet --json "$T/g.json" \
@@ -58,6 +109,8 @@ cat "$T/g.txt"
 rows "$T/g.txt"
 grep -q "^vectors: 400 (--vectors)$" "$T/g.txt" || fail "names how the vectors were chosen"
 check_json "$T/g.json"
+check_batch_mean "$T/g.json"
+check_recovery "$T/g"
 # The fleche row is the library: replay with its budget hits as often.
 budget=$(python3 -c 'import json,sys; print([p for p in json.load(open(sys.argv[1]))["policies"] if p["name"] == "fleche"][0]["budget_bytes"])' "$T/g.json")
 FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
@@ -119,12 +172,17 @@ rows "$T/s.txt"
 grep -q "^vectors: [1-9][0-9]* (the slab pool of a cache of 1% of the model's bytes" "$T/s.txt" \
   || fail "vectors from --budget-pct"
 check_json "$T/s.json"
+check_batch_mean "$T/s.json"
+check_recovery "$T/s" 32
 
-# The Criteo sample: hashed ids, keys are (table, id).
-"$SIM" --batch 64 --vectors 300 --quiet --json "$T/c.json" "$CRITEO" > "$T/c.txt" \
-  || fail "Criteo sample"
+# The Criteo sample: hashed ids, keys are (table, id); --recovery-from names
+# a batch of a file's trace to measure recovery from (and --switch-at, the
+# generator's, does not apply to a file).
+"$SIM" --batch 64 --vectors 300 --quiet --json "$T/c.json" --recovery-from 8 --switch-at 3 "$CRITEO" \
+  > "$T/c.txt" || fail "Criteo sample"
 rows "$T/c.txt"
 check_json "$T/c.json"
+check_recovery "$T/c" 8
 
 # One sample per batch: no key repeats inside a batch, so OPT is exact there.
 "$SIM" --batch 1 --batches 300 --vectors 50 --policies opt,lru --quiet "$CRITEO" > "$T/one.txt" \
@@ -135,6 +193,8 @@ rc=0; "$SIM" --policies lru,belady 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "an unknown policy exits 2, got $rc"
 rc=0; "$SIM" --vectors 0 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "--vectors 0 exits 2, got $rc"
+rc=0; "$SIM" --recovery-from 0 2> /dev/null || rc=$?
+[ "$rc" = 2 ] || fail "--recovery-from 0 exits 2, got $rc"
 rc=0; "$SIM" --admit-policy lru 2> /dev/null || rc=$?
 [ "$rc" = 2 ] || fail "an unknown --admit-policy exits 2, got $rc"
 rc=0; "$SIM" --compare 2> /dev/null || rc=$?

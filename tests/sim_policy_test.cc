@@ -2,8 +2,9 @@
 // (tools/sim_policy.h, tools/policy_sim.h): one lookup per batch reproduces
 // the per-access policies (references written here), OPT against an
 // exhaustive search and against every policy, hand-computed batches for each
-// policy's batch semantics, the driver's rule checks, the loaded trace, and
-// the budget search of the fleche row.
+// policy's batch semantics, the driver's rule checks and per-batch hit rates,
+// the loaded trace, recovery after the hot set moves, and the budget search
+// of the fleche row.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,16 +40,19 @@ struct Loaded {
   ~Loaded() { fl_sim_trace_free(&t); }
 };
 
-fl_sim_result Simulate(const fl_sim_policy &p, const Trace &tr, uint64_t capacity) {
-  Loaded l(tr);
-  fl_sim_result r;
-  char err[256] = "";
-  EXPECT_EQ(fl_sim_run(&l.t, &p, capacity, 1, &r, err, sizeof err), FL_OK) << err;
-  return r;
-}
+// One row of the table, freed with its scope.
+struct Simulated {
+  fl_sim_result r{};
+  Simulated(const fl_sim_policy &p, const Trace &tr, uint64_t capacity) {
+    Loaded l(tr);
+    char err[256] = "";
+    EXPECT_EQ(fl_sim_run(&l.t, &p, capacity, 1, &r, err, sizeof err), FL_OK) << err;
+  }
+  ~Simulated() { fl_sim_result_free(&r); }
+};
 
 uint64_t Hits(const fl_sim_policy &p, const Trace &tr, uint64_t capacity) {
-  return Simulate(p, tr, capacity).hits;
+  return Simulated(p, tr, capacity).r.hits;
 }
 
 const fl_sim_policy *const kPolicies[] = {&fl_sim_opt, &fl_sim_lru, &fl_sim_arc, &fl_sim_tinylfu,
@@ -288,7 +292,7 @@ TEST(SimPolicy, LfuCountsUsesAndAges) {
 // batch the one looked up more often there; a key never used again never
 // comes in.
 TEST(SimPolicy, OptKeepsTheSoonestThenTheMostLookedUp) {
-  EXPECT_EQ(Simulate(fl_sim_opt, {{1}, {2}, {3, 1}}, 2).admissions, 1u);
+  EXPECT_EQ(Simulated(fl_sim_opt, {{1}, {2}, {3, 1}}, 2).r.admissions, 1u);
   EXPECT_EQ(Hits(fl_sim_opt, {{1, 2}, {2}, {1}}, 1), 1u);
   EXPECT_EQ(Hits(fl_sim_opt, {{1, 2}, {1, 2, 2}}, 1), 2u);
   EXPECT_EQ(Hits(fl_sim_opt, {{1, 2}, {2, 1, 1}}, 1), 2u);
@@ -341,7 +345,44 @@ TEST(SimPolicy, DriverRejectsARuleBreakingPolicy) {
     char err[256] = "";
     EXPECT_EQ(fl_sim_run(&l.t, &rogue, 2, 1, &r, err, sizeof err), FL_ERR_INVALID_ARGUMENT);
     EXPECT_NE(strstr(err, want[g_rogue_mode]), nullptr) << err;
+    fl_sim_result_free(&r);
   }
+}
+
+// The driver keeps each batch's hit rate: LRU at capacity 2 holds 1 and 2
+// after batch 0, hits 1 twice in batch 1 (3 is its miss), keeps 1 and 3, and
+// misses 2 in batch 2.
+TEST(SimPolicy, DriverKeepsEachBatchsHitRate) {
+  Simulated s(fl_sim_lru, {{1, 2}, {1, 1, 3}, {2}}, 2);
+  ASSERT_EQ(s.r.batches, 3u);
+  EXPECT_EQ(s.r.batch_pct[0], 0);
+  EXPECT_DOUBLE_EQ(s.r.batch_pct[1], 200.0 / 3);
+  EXPECT_EQ(s.r.batch_pct[2], 0);
+}
+
+// Recovery: the batches from the switch until the hit rate first reaches the
+// mean of the last quarter (rounded up) of the batches from the switch, less
+// the tolerance.
+TEST(SimPolicy, RecoveryIsTheFirstBatchNearTheNewSteadyState) {
+  // From batch 4: 10 batches, the last 3 average 80, so 79.5 is reached at
+  // batch 7 (79.4 is not), 3 batches after the switch.
+  const double curve[] = {90, 90, 90, 90, 10, 50, 79.4, 79.6, 78, 80, 80, 80, 81, 79};
+  fl_sim_recovery r = fl_sim_recovery_of(curve, 14, 4, FL_SIM_RECOVERY_PTS);
+  EXPECT_DOUBLE_EQ(r.steady_pct, 80);
+  EXPECT_EQ(r.batches, 3u);
+  // A wider tolerance reaches it sooner; the switch batch itself counts 0.
+  EXPECT_EQ(fl_sim_recovery_of(curve, 14, 4, 1).batches, 2u);
+  EXPECT_EQ(fl_sim_recovery_of(curve, 14, 7, FL_SIM_RECOVERY_PTS).batches, 0u);
+  // Overshooting the steady state is recovering: from batch 0 the last 4
+  // average 80 and batch 0's 90 is above it.
+  EXPECT_EQ(fl_sim_recovery_of(curve, 14, 0, FL_SIM_RECOVERY_PTS).batches, 0u);
+  // 5 batches after the switch: their last 2 (79.6, 78) average 78.8, and
+  // batch 6's 79.4 is the first at 78.3 or more.
+  r = fl_sim_recovery_of(curve, 9, 4, FL_SIM_RECOVERY_PTS);
+  EXPECT_NEAR(r.steady_pct, 78.8, 1e-9);
+  EXPECT_EQ(r.batches, 2u);
+  // One batch after the switch is its own steady state.
+  EXPECT_EQ(fl_sim_recovery_of(curve, 5, 4, FL_SIM_RECOVERY_PTS).batches, 0u);
 }
 
 // The fleche row's budget: the least whose pool holds the vectors, so it

@@ -16,6 +16,7 @@ enum { N_KNOWN = sizeof known / sizeof *known, MAX_ROWS = 16 };
 
 typedef struct sim_opts {
   uint64_t vectors;              /* 0: those of the replay cache of the budget options */
+  uint64_t recovery_from;        /* --recovery-from; 0: the generator's --switch-at */
   const char *names[MAX_ROWS];   /* the rows to run, in order */
   const fl_sim_policy *run[MAX_ROWS]; /* their policies; NULL: the fleche row */
   int n;
@@ -34,9 +35,15 @@ static void usage(FILE *f) {
         "  --policies LIST     comma-separated, in the table's order [all]:\n",
         f);
   for (int i = 0; i < N_KNOWN; i++) fprintf(f, "                      %-8s %s\n", known[i]->name, known[i]->about);
-  fputs("                      fleche   the library: a flat host cache whose pool holds\n"
-        "                               the vectors, fl_query per batch\n",
-        f);
+  fprintf(f,
+          "                      fleche   the library: a flat host cache whose pool holds\n"
+          "                               the vectors, fl_query per batch\n"
+          "  --recovery-from B   the batch where the trace's hot set moves: each row's\n"
+          "                      recovery, the batches from B until its hit rate first\n"
+          "                      comes within %.1f points of its mean over the last\n"
+          "                      quarter of the batches from B [the generator's\n"
+          "                      --switch-at]\n",
+          FL_SIM_RECOVERY_PTS);
   fl_replay_print_options(f);
   fputs("  (policy_sim: --batch sets the batches of the simulation too; --json writes\n"
         "  the table; --admit, --admit-policy and --threads apply to the fleche row;\n"
@@ -63,16 +70,18 @@ static int add_policy(sim_opts *s, const char *v, const char *name, size_t len) 
   return fl_opt_bad("--policies", v, "opt, lru, arc, tinylfu, lfu or fleche, comma-separated");
 }
 
-/* --vectors or --policies at argv[*i]: 1 consumed, 0 not one, -1 bad value. */
+/* --vectors, --recovery-from or --policies at argv[*i]: 1 consumed, 0 not
+ * one, -1 bad value. */
 static int sim_option(void *ctx, int argc, char **argv, int *i) {
   sim_opts *s = ctx;
   const char *a = argv[*i];
-  if (strcmp(a, "--vectors") && strcmp(a, "--policies")) return 0;
+  if (strcmp(a, "--vectors") && strcmp(a, "--recovery-from") && strcmp(a, "--policies")) return 0;
   if (*i + 1 >= argc) return fl_opt_bad(a, NULL, "a value");
   const char *v = argv[++*i];
-  if (!strcmp(a, "--vectors")) {
-    int r = fl_opt_u64(a, v, &s->vectors);
-    return r > 0 && s->vectors == 0 ? fl_opt_bad(a, v, "at least 1") : r;
+  if (strcmp(a, "--policies")) {
+    uint64_t *n = !strcmp(a, "--vectors") ? &s->vectors : &s->recovery_from;
+    int r = fl_opt_u64(a, v, n);
+    return r > 0 && *n == 0 ? fl_opt_bad(a, v, "at least 1") : r;
   }
   s->n = 0;
   for (const char *p = v;;) {
@@ -156,7 +165,7 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o, &s) < 0) return 2;
   fl_workload w;
   fl_sim_trace t = {0};
-  fl_sim_result rows[MAX_ROWS];
+  fl_sim_result rows[MAX_ROWS] = {{0}};
   char how[160];
   fl_status st = open_workload(&o, &s, &w);
   if (st == FL_OK) st = pick_vectors(&w, &o, &s, how, sizeof how);
@@ -168,10 +177,13 @@ int main(int argc, char **argv) {
     st = run_rows(&w, &o, &s, &t, rows);
   }
   if (st == FL_OK) {
-    fl_sim_report r = {fl_trace_path(w.trace), o.batch, s.vectors, how, &t, rows, s.n};
+    /* The generator's switch; a file's moves where --recovery-from says. */
+    uint64_t from = s.recovery_from ? s.recovery_from : o.trace ? 0 : o.switch_at;
+    fl_sim_report r = {fl_trace_path(w.trace), o.batch, s.vectors, how, &t, rows, s.n, from};
     fl_sim_report_print(stdout, &r);
     if (o.json) st = fl_sim_report_json(o.json, &r);
   }
+  for (int i = 0; i < s.n; i++) fl_sim_result_free(&rows[i]);
   fl_sim_trace_free(&t);
   fl_workload_close(&w);
   return st == FL_OK ? 0 : 1;

@@ -3,7 +3,8 @@
  * vectors. A trace that replay reads is loaded once into batches of distinct
  * keys with their next uses (sim_trace.c); each policy of sim_policy.h is
  * replayed over it by one driver (sim_run.c); fleche's own row is the real
- * library on its host backend (sim_fleche.c); sim_report.c prints the table
+ * library on its host backend (sim_fleche.c); sim_recovery.c measures how
+ * fast a row recovers after the hot set moves; sim_report.c prints the table
  * and writes the JSON. */
 #ifndef FL_TOOLS_POLICY_SIM_H
 #define FL_TOOLS_POLICY_SIM_H
@@ -56,13 +57,36 @@ typedef struct fl_sim_result {
   uint64_t lookups, hits;
   uint64_t admissions, evictions;
   double seconds;       /* wall time of the replay */
+  uint64_t batches;     /* replayed */
+  double *batch_pct;    /* per replayed batch: its hit rate in %; owned */
 } fl_sim_result;
 
 /* Replays t through policy p with room for `capacity` (>= 1) keys. A policy
  * that breaks the rules of sim_policy.h fails the run with
- * FL_ERR_INVALID_ARGUMENT and a message in err. */
+ * FL_ERR_INVALID_ARGUMENT and a message in err. Whatever the status, r is
+ * freed with fl_sim_result_free. */
 fl_status fl_sim_run(const fl_sim_trace *t, const fl_sim_policy *p, uint64_t capacity, int quiet,
                      fl_sim_result *r, char *err, size_t err_len);
+/* Frees what r owns; r zeroed (as {0} is) or filled by a run. */
+void fl_sim_result_free(fl_sim_result *r);
+
+/* -------------------------------------------------------------- recovery */
+
+/* A row's recovery after the hot set moves at batch `from` (sim_recovery.c
+ * gives the definition): its steady hit rate after the switch, the mean of
+ * the last quarter of the batches from..n-1, and the batches from `from` until
+ * its hit rate first comes within the tolerance of that, 0..n - from - 1. */
+typedef struct fl_sim_recovery {
+  uint64_t batches;
+  double steady_pct;
+} fl_sim_recovery;
+
+/* The tolerance of policy_sim's recovery column, in points of hit rate. */
+#define FL_SIM_RECOVERY_PTS 0.5
+
+/* The recovery of the per-batch hit rates pct[0 .. n) (in %) from batch
+ * `from` < n, within tol_pts points. */
+fl_sim_recovery fl_sim_recovery_of(const double *pct, uint64_t n, uint64_t from, double tol_pts);
 
 /* ---------------------------------------------------------------- fleche */
 
@@ -76,8 +100,10 @@ fl_status fl_sim_budget_of_vectors(fl_store *store, const fl_replay_opts *o, uin
                                    uint64_t *budget);
 /* Replays the workload through the library: a flat cache on the host
  * backend sized by fl_sim_budget_of_vectors, fl_query per batch, hits,
- * admissions and evictions from fl_cache_stats. o gives the cache options
- * (admission, load limit, watermarks), threads and batches. */
+ * admissions and evictions from fl_cache_stats, per-batch hit rates from
+ * replay's runner. o gives the cache options (admission, load limit,
+ * watermarks), threads and batches. Whatever the status, r is freed with
+ * fl_sim_result_free. */
 fl_status fl_sim_fleche(const fl_workload *w, const fl_replay_opts *o, uint64_t vectors,
                         fl_sim_result *r);
 
@@ -91,6 +117,8 @@ typedef struct fl_sim_report {
   const fl_sim_trace *t;
   const fl_sim_result *rows;
   int n_rows;
+  uint64_t recovery_from; /* the first batch after the hot set moves (0: none):
+                             the recovery column, if the trace reaches it */
 } fl_sim_report;
 
 /* The row named "opt" and the best of the batched policies (not opt, not

@@ -1,9 +1,11 @@
 /* sim_fleche.c: the policy simulator's "fleche" row: the library itself, a
  * flat cache on the host backend replaying the workload with fl_query per
- * batch (replay's runner), its hits taken from fl_cache_stats. Its budget is
- * the least whose slab pool holds the simulated vectors: the cache's own
- * split of a budget into index and pool decides, found by creating caches,
- * and its watermarks then keep it under that as they would anywhere. */
+ * batch (replay's runner), its hits taken from fl_cache_stats and its
+ * per-batch hit rates from the runner's. Its budget is the least whose slab
+ * pool holds the simulated vectors: the cache's own split of a budget into
+ * index and pool decides, found by creating caches, and its watermarks then
+ * keep it under that as they would anywhere. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
@@ -88,6 +90,10 @@ fl_status fl_sim_fleche(const fl_workload *w, const fl_replay_opts *o, uint64_t 
   r->hits = run.stats.hits;
   r->admissions = run.stats.admissions;
   r->evictions = run.stats.evictions;
+  r->batch_pct = malloc((run.batches ? run.batches : 1) * sizeof *r->batch_pct);
+  if (!r->batch_pct && s == FL_OK) s = FL_ERR_OUT_OF_MEMORY;
+  for (; r->batch_pct && r->batches < run.batches; r->batches++)
+    r->batch_pct[r->batches] = 100 * run.hit_rate[r->batches];
   fl_run_free(&run);
   r->seconds = fl_now_s() - t0;
   return s;

@@ -1,9 +1,9 @@
 /* sim_run.c: the simulator's driver: replays a loaded trace through one
  * policy. Per batch it splits the distinct keys into hits (resident at the
- * batch's start) and misses, counts every lookup of a hit as a hit, offers
- * both lists to the policy and applies its records, checking each against
- * the rules of sim_policy.h, so that a policy's bug fails the run instead of
- * flattering its hit rate. */
+ * batch's start) and misses, counts every lookup of a hit as a hit and keeps
+ * the batch's hit rate, offers both lists to the policy and applies its
+ * records, checking each against the rules of sim_policy.h, so that a
+ * policy's bug fails the run instead of flattering its hit rate. */
 #include <string.h>
 
 #include "common/clock.h"
@@ -57,17 +57,21 @@ static fl_status replay(run *x, void *state, uint64_t capacity, int quiet, fl_si
   fl_status s = FL_OK;
   for (uint64_t b = 0; s == FL_OK && b < t->n_batches; b++) {
     fl_sim_batch batch = {b, x->hits, 0, x->misses, 0};
+    uint64_t lookups = 0, hits = 0;
     for (uint64_t e = t->first[b]; e < t->first[b + 1]; e++) {
       const fl_sim_entry *en = &t->entry[e];
-      r->lookups += en->count;
+      lookups += en->count;
       x->seen_in[en->key] = (uint32_t)b + 1;
       if (x->resident[en->key]) {
         x->hits[batch.n_hits++] = *en;
-        r->hits += en->count;
+        hits += en->count;
       } else {
         x->misses[batch.n_misses++] = *en;
       }
     }
+    r->lookups += lookups;
+    r->hits += hits;
+    r->batch_pct[r->batches++] = lookups ? 100.0 * (double)hits / (double)lookups : 0;
     x->log.n = 0;
     x->p->batch(state, &batch, &x->log);
     if (x->log.out_of_memory) {
@@ -96,8 +100,10 @@ fl_status fl_sim_run(const fl_sim_trace *t, const fl_sim_policy *p, uint64_t cap
   x.seen_in = calloc(keys, sizeof *x.seen_in);
   x.hits = malloc(widest * sizeof *x.hits);
   x.misses = malloc(widest * sizeof *x.misses);
+  r->batch_pct = malloc((t->n_batches ? t->n_batches : 1) * sizeof *r->batch_pct);
   fl_sim_setup setup = {capacity, keys, widest};
-  void *state = x.resident && x.seen_in && x.hits && x.misses ? p->create(&setup) : NULL;
+  void *state = x.resident && x.seen_in && x.hits && x.misses && r->batch_pct ? p->create(&setup)
+                                                                               : NULL;
   fl_status s = FL_OK;
   if (!state) {
     snprintf(err, err_len, "policy %s: out of memory for %llu keys", p->name,
@@ -114,4 +120,10 @@ fl_status fl_sim_run(const fl_sim_trace *t, const fl_sim_policy *p, uint64_t cap
   free(x.misses);
   r->seconds = fl_now_s() - t0;
   return s;
+}
+
+void fl_sim_result_free(fl_sim_result *r) {
+  free(r->batch_pct);
+  r->batch_pct = NULL;
+  r->batches = 0;
 }
