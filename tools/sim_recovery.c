@@ -13,8 +13,8 @@
  *
  * The mean of the last quarter, not a fixed figure, is the target because
  * each row settles at its own rate; a quarter is long enough to average out
- * a batch's noise and short enough to lie past the recovery of every policy
- * on replay's workload. */
+ * a batch's noise, and on replay's workload it starts after every row has
+ * settled (docs/POLICY_SIM.md has the figures). */
 #include "tools/policy_sim.h"
 
 fl_sim_recovery fl_sim_recovery_of(const double *pct, uint64_t n, uint64_t from, double tol_pts) {
