@@ -99,6 +99,9 @@ fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part) {
   return evict_coldest(c, part, FL_ENTRY_DRAM, p->dram_entries - limit);
 }
 
+/* The least share of a part's use that a starved round evicts. */
+#define FL_STARVED_SHARE 0.2
+
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   const fl_part *p = &c->parts[part];
   /* The vectors' capacity: the pool less what unified entries take. */
@@ -114,12 +117,17 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   used -= used * (double)limbo / (double)(p->entries + limbo ? p->entries + limbo : 1);
   if (p->entries == 0 || (!starved && used <= high)) return 0;
   /* Entries to evict: bring use to the low watermark, counting the average
-   * slot of this part; a starved class (no slot, no free page) below the
-   * watermark still frees the same share of the pool so whole pages empty. */
+   * slot of this part, and at least the share of use above it. A starved
+   * class (no slot, no free page) below the watermark in a pool of several
+   * classes frees at least FL_STARVED_SHARE of use, so that whole pages
+   * empty and other classes' pages come free; one class takes the slots
+   * freed, and the share of the watermarks serves it. */
   double low = c->fixed.cfg.low_watermark * cap;
   double avg = used / (double)p->entries;
   double excess = used - low;
-  double floor = (1.0 - c->fixed.cfg.low_watermark) * used;
+  double share = 1.0 - c->fixed.cfg.low_watermark;
+  if (starved && p->pool.n_classes > 1 && share < FL_STARVED_SHARE) share = FL_STARVED_SHARE;
+  double floor = share * used;
   if (excess < floor) excess = floor;
   uint64_t want = (uint64_t)(excess / avg) + 1;
   return want < p->entries ? want : p->entries;
