@@ -43,6 +43,10 @@ void fl_cache_set_gathered_last(fl_cache *c, int gathered) {
   atomic_store_explicit(&c->gathered_last, gathered, memory_order_relaxed);
 }
 
+int fl_cache_callers_add(fl_cache *c, int d) {
+  return atomic_fetch_add_explicit(&c->callers, d, memory_order_relaxed) + d;
+}
+
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
   for (uint32_t t = 0; t < c->fixed.n_tables; t++)
     gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);

@@ -103,6 +103,9 @@ void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hi
  * the store's threads ahead of the next). */
 int fl_cache_gathered_last(const fl_cache *c);
 void fl_cache_set_gathered_last(fl_cache *c, int gathered);
+/* Query calls in progress: fl_cache_callers_add(c, 1) as one begins,
+ * (c, -1) as it returns; both return the count after the change. */
+int fl_cache_callers_add(fl_cache *c, int d);
 
 #ifdef __cplusplus
 }

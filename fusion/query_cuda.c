@@ -111,8 +111,12 @@ static fl_status run_index(run *r) {
   if (st != FL_OK) return st;
   /* A batch after one with a gather likely has one too: wake the store's
    * gather threads now, so that they spin while the index kernel runs
-   * instead of being woken once the counters are up. */
-  if (fl_cache_gathered_last(c))
+   * instead of being woken once the counters are up. Only a caller alone:
+   * with several in flight, each one's wake kept the pool spinning on every
+   * core (serve_bench, 4 callers on 16 vCPUs: the pool's 15 threads waited
+   * 6.9 s for a CPU in a 2 s level, and the callers' open-loop p99 nearly
+   * doubled), while their gathers keep workers awake anyway. */
+  if (fl_cache_gathered_last(c) && fl_cache_callers_add(c, 0) == 1)
     fl_store_expect_gather(b->f->store, FL_FETCH_PREWAKE_NS);
   /* The query's reads of the index and the slabs are all in the work just
    * enqueued: its events go on now, while the GPU runs it, not after the
