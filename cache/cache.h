@@ -73,8 +73,6 @@ struct fl_cache {
   struct fl_courier *courier;
 
   _Atomic uint64_t stat[FL_STAT_COUNT];
-  _Atomic int gathered_last;  /* fl_cache_gathered_last */
-  _Atomic int callers;        /* fl_cache_callers */
   fl_table_counters *counters;
 };
 

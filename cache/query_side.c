@@ -35,17 +35,6 @@ void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hi
   atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
 }
 
-int fl_cache_gathered_last(const fl_cache *c) {
-  return atomic_load_explicit(&((fl_cache *)c)->gathered_last, memory_order_relaxed);
-}
-
-void fl_cache_set_gathered_last(fl_cache *c, int gathered) {
-  atomic_store_explicit(&c->gathered_last, gathered, memory_order_relaxed);
-}
-
-int fl_cache_callers_add(fl_cache *c, int d) {
-  return atomic_fetch_add_explicit(&c->callers, d, memory_order_relaxed) + d;
-}
 
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
   for (uint32_t t = 0; t < c->fixed.n_tables; t++)

@@ -99,13 +99,6 @@ void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v);
 /* Adds to table t's lookups, hits, unified-index hits and misses. */
 void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hits,
                           uint64_t dram_hits, uint64_t misses);
-/* CUDA: whether the last batch gathered rows on the host (a hint to wake
- * the store's threads ahead of the next). */
-int fl_cache_gathered_last(const fl_cache *c);
-void fl_cache_set_gathered_last(fl_cache *c, int gathered);
-/* Query calls in progress: fl_cache_callers_add(c, 1) as one begins,
- * (c, -1) as it returns; both return the count after the change. */
-int fl_cache_callers_add(fl_cache *c, int d);
 
 #ifdef __cplusplus
 }

@@ -75,8 +75,6 @@ struct fl_workers {
   _Atomic uint32_t sleepers;   /* workers in or entering a futex wait */
   _Atomic uint32_t done;       /* helpers that finished the current job */
   _Atomic int stop;
-  _Atomic uint64_t spin_until; /* fl_workers_wake: spin at least until then (ns) */
-  _Atomic uint32_t prewake;    /* workers fl_workers_wake readies (see parallel.h) */
   _Atomic uint32_t last_helpers; /* helpers of the last planned job */
   _Atomic uint64_t last_start; /* the last helper's start, publish to claim (ns) */
   uint64_t last_wake_call;     /* the owner's last wake call (ns; 0: none) */
@@ -117,16 +115,18 @@ static size_t run_chunks(fl_workers *w) {
   }
 }
 
-/* Waits for a generation other than `seen` and returns it: spins until
- * FL_WORKER_SPIN_NS from now or the pool's spin_until, whichever is later,
- * then sleeps; a wake (a job, or fl_workers_wake) starts a new spin.
+/* Waits for a generation other than `seen` and returns it: spins for
+ * FL_WORKER_SPIN_NS, then sleeps; a wake starts a new spin. Nothing wakes
+ * idle workers ahead of a job: with several callers, each one's wake kept
+ * the pool spinning on every core (serve_bench, 4 callers on 16 vCPUs: the
+ * pool's 15 threads waited 6.9 s for a CPU in a 2 s level, and the callers'
+ * open-loop p99 nearly doubled), and alone it saved a small batch's gather
+ * no more than the runs' spread (PERFORMANCE_LOG, 2026-11-27).
  * *woke: when it last came out of a sleep (0: it has not slept). */
 static uint32_t next_job(fl_workers *w, uint32_t seen, uint64_t *woke) {
   *woke = 0;
   for (;;) {
     uint64_t until = fl_now_ns() + FL_WORKER_SPIN_NS;
-    uint64_t asked = atomic_load_explicit(&w->spin_until, memory_order_relaxed);
-    if (asked > until) until = asked;
     for (unsigned i = 0;; i++) {
       uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
       if (g != seen) return g;
@@ -225,19 +225,13 @@ static void run_own_chunks(fl_workers *w) {
 }
 
 /* The helpers worth calling in for `s` (its spinning and sleeping counts
- * filled in here). Remembers, for fl_workers_wake, how many it would call in
- * were they all spinning. */
+ * filled in here). */
 static uint32_t plan(fl_workers *w, const fl_pool_pace *p, fl_pool_shape *s) {
   if (FL_MUTANT_ON(10)) return w->n;
   fl_pool_costs c;
   fl_pool_costs_of(&w->learned, p, &c);
   uint32_t asleep = atomic_load_explicit(&w->sleepers, memory_order_relaxed);
   if (asleep > w->n) asleep = w->n;
-  s->spinning = w->n;
-  s->sleeping = 0;
-  uint32_t ready = fl_pool_plan(&c, s);
-  atomic_store_explicit(&w->prewake, ready, memory_order_relaxed);
-  if (asleep == 0) return ready;
   s->spinning = w->n - asleep;
   s->sleeping = asleep;
   return fl_pool_plan(&c, s);
@@ -305,14 +299,6 @@ void fl_workers_wait(fl_workers *w) {
   finish(w);
 }
 
-void fl_workers_wake(fl_workers *w, uint64_t spin_ns) {
-  if (!w || w->n == 0) return;
-  atomic_store_explicit(&w->spin_until, fl_now_ns() + spin_ns, memory_order_relaxed);
-  uint32_t want = atomic_load_explicit(&w->prewake, memory_order_relaxed);
-  uint32_t asleep = atomic_load(&w->sleepers), awake = w->n - (asleep < w->n ? asleep : w->n);
-  if (want > awake && asleep > 0) futex_wake(&w->generation, (int)(want - awake));
-}
-
 static void calibration_body(void *ctx, size_t b, size_t e) {
   (void)ctx, (void)b, (void)e;
 }
@@ -376,7 +362,6 @@ fl_workers *fl_workers_create(const char *name, uint32_t threads) {
   fl_workers *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->n = threads - 1;
-  atomic_init(&w->prewake, w->n);
   w->threads = calloc(w->n ? w->n : 1, sizeof *w->threads);
   if (!w->threads) { free(w); return NULL; }
   pthread_mutex_init(&w->busy, NULL);

@@ -52,12 +52,6 @@ void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void 
  * wait, the pool serves no other caller. */
 int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
 void fl_workers_wait(fl_workers *w);
-/* Readies workers for a job the caller knows is coming: wakes as many
- * sleeping workers as the pool's last planned job would have called in had
- * every worker been spinning (all of them before any job), and keeps every
- * idle worker spinning for spin_ns, so the job starts without a futex wake.
- * Cheap when they are awake; NULL does nothing. */
-void fl_workers_wake(fl_workers *w, uint64_t spin_ns);
 
 /* Plans every job with these costs instead of the learned ones, and learns
  * nothing meanwhile; NULL returns to the learned costs, as they were. For

@@ -269,4 +269,3 @@ fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, ui
                         for_device);
 }
 
-void fl_store_expect_gather(fl_store *s, uint64_t ns) { fl_workers_wake(s->workers, ns); }

@@ -105,10 +105,6 @@ const uint32_t *fl_store_seq_stripes(const fl_store *s);
  * for every table of a cluster store's local tier. */
 const void *fl_store_dense_rows(const fl_store *s, uint32_t table);
 
-/* A gather is likely within `ns`: the store's threads stay awake until then
- * (fl_workers_wake), so it starts without waking them. */
-void fl_store_expect_gather(fl_store *s, uint64_t ns);
-
 #ifdef __cplusplus
 }
 #endif

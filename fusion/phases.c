@@ -129,7 +129,6 @@ fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launch
   fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu0);
   fl_status st = FL_OK;
   if (want_refs && in_place) st = fl_misses_refs(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, in_place);
-  fl_cache_set_gathered_last(c, *host_rows != 0);
   if (st == FL_OK && *host_rows)
     st = fl_misses_fetch(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, want_refs, v->h_staging,
                          v->h_stage_base, in_place, upload ? upload_stretch : NULL, &up, 1);

@@ -9,13 +9,6 @@
 #include "cache/admit.h"
 #include "fusion/run_layout.h"
 
-/* How long the gather's threads spin when woken ahead (fl_workers_wake): the
- * index kernel of a large batch, with room. Only after a batch the host
- * gathered rows for: after a zero-copy batch they would spin on every core
- * for nothing. (Without it, fl_query of a 256-sample batch with 336
- * host-gathered misses takes 72-73 us p50 against 62-69 on the H100.) */
-#define FL_FETCH_PREWAKE_NS 300000ull
-
 /* Names the index kernel's counters in wait failures. */
 #define FL_COUNTERS_WHAT "the fused index kernel's counters"
 

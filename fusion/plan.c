@@ -240,10 +240,7 @@ static fl_status answer_misses(gated_answer *a, fl_plan *pl, uint64_t n_miss, ui
   fl_part_batch *b = &a->b;
   fl_cache *c = b->c;
   fl_query_count(b, pl->v.h_per_arg);
-  if (!n_miss) {
-    fl_cache_set_gathered_last(c, 0);
-    return FL_OK;
-  }
+  if (!n_miss) return FL_OK;
   int in_place = 0;
   uint64_t host_rows = 0;
   fl_status st = fl_phase_misses(b, &pl->v, pl->zc_graph, a->want_refs, 0, &in_place, &host_rows);

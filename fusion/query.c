@@ -98,7 +98,6 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   uint32_t now = fl_cache_next_batch(c);
-  fl_cache_callers_add(c, 1);
   /* Per-table layout: one part batch (its own launches) per table. The flat
    * layout has one part, so one batch covers every table, in launches of at
    * most FL_LAUNCH_MAX_QUERIES queries (the kernels keep the scan in shared
@@ -118,7 +117,6 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
   }
   free(args);
   free(query_of);
-  fl_cache_callers_add(c, -1);
   timing->total_ns = fl_now_ns() - t0;
   return st;
 }

@@ -109,15 +109,6 @@ static fl_status run_index(run *r) {
            : FL_CUDA_CHECK(c, fl_phase_index(b, r->s, r->v, r->clear_set, 0, 0,
                                              fl_launch_on(b->stream), r->profiled ? r->prof : NULL));
   if (st != FL_OK) return st;
-  /* A batch after one with a gather likely has one too: wake the store's
-   * gather threads now, so that they spin while the index kernel runs
-   * instead of being woken once the counters are up. Only a caller alone:
-   * with several in flight, each one's wake kept the pool spinning on every
-   * core (serve_bench, 4 callers on 16 vCPUs: the pool's 15 threads waited
-   * 6.9 s for a CPU in a 2 s level, and the callers' open-loop p99 nearly
-   * doubled), while their gathers keep workers awake anyway. */
-  if (fl_cache_gathered_last(c) && fl_cache_callers_add(c, 0) == 1)
-    fl_store_expect_gather(b->f->store, FL_FETCH_PREWAKE_NS);
   /* The query's reads of the index and the slabs are all in the work just
    * enqueued: its events go on now, while the GPU runs it, not after the
    * counters (1.1 to 1.6 us of an all-hit run's path). The scratch's is
@@ -153,7 +144,6 @@ static fl_status run_counters(run *r, uint64_t *t1) {
     return st == FL_OK ? fl_query_range_error(b, bad, id) : st;
   }
   fl_query_count(b, v->h_per_arg);
-  if (!r->n_miss) fl_cache_set_gathered_last(c, 0);
   return FL_OK;
 }
 

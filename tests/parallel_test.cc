@@ -242,21 +242,6 @@ TEST(Workers, BusyPoolRunsASecondCallersRangeOnThatCaller) {
   ExpectEachOnce(second);
 }
 
-// Learned costs: whatever the wake readies, jobs stay whole; with every
-// worker paying, the wake readies them all and the job still runs once.
-TEST(Workers, WakingAheadLeavesJobsIntact) {
-  Pool p(4);
-  fl_workers_wake(nullptr, 1000);  // no pool: nothing
-  for (int round = 0; round < 40; round++) {
-    if (round == 20) fl_workers_fix_costs(p.w, &kHelpers);
-    fl_workers_wake(p.w, 200000);  // spin 0.2 ms
-    if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // asleep again
-    Counts c(4096);
-    fl_workers_for(p.w, c.hits.size(), 32, count_range, &c);
-    ExpectEachOnce(c);
-  }
-}
-
 TEST(Workers, OneThreadPoolRunsEverythingOnTheCaller) {
   Pool p(1);
   fl_workers_fix_costs(p.w, &kHelpers);
