@@ -117,11 +117,12 @@ static size_t run_chunks(fl_workers *w) {
 
 /* Waits for a generation other than `seen` and returns it: spins for
  * FL_WORKER_SPIN_NS, then sleeps; a wake starts a new spin. Nothing wakes
- * idle workers ahead of a job: with several callers, each one's wake kept
- * the pool spinning on every core (serve_bench, 4 callers on 16 vCPUs: the
- * pool's 15 threads waited 6.9 s for a CPU in a 2 s level, and the callers'
- * open-loop p99 nearly doubled), and alone it saved a small batch's gather
- * no more than the runs' spread (PERFORMANCE_LOG, 2026-11-27).
+ * idle workers ahead of a job: under several callers, a wake per caller
+ * keeps the pool spinning on every core (serve_bench, 4 callers on 16
+ * vCPUs: the pool's 15 threads wait 6.9 s for a CPU in a 2 s level, and the
+ * callers' open-loop p99 nearly doubles), and for a caller alone it saves
+ * a dense small batch's gather no more than the runs' spread; a hashed
+ * one's about 20 us (PERFORMANCE_LOG, 2026-11-27).
  * *woke: when it last came out of a sleep (0: it has not slept). */
 static uint32_t next_job(fl_workers *w, uint32_t seen, uint64_t *woke) {
   *woke = 0;

@@ -414,7 +414,9 @@ TEST(SimPolicy, BudgetOfVectorsHoldsThemAndLittleMore) {
     }
     // 128-byte vectors with 24-byte slots: 176 bytes a vector at load 0.5,
     // 158 at 0.8.
-    if (want >= 5000) EXPECT_LT(budget[1], budget[0] * 0.95) << want;
+    if (want >= 5000) {
+      EXPECT_LT(budget[1], budget[0] * 0.95) << want;
+    }
   }
   fl_store_destroy(s);
 }
