@@ -7,9 +7,11 @@
 # (counts within their wholes: preempted requests within the requests, the
 # requests' run-queue delay within the workers', the workers' within the
 # process's), the process's threads by kind add up to the process and name
-# the store's pool (fl-store), the workers (serve-w) and the sampler, the
-# SVG is well-formed, a log-uniform size mix stays in its range, and bad
-# usage exits 2.
+# the store's pool (fl-store), the workers (serve-w) and the sampler, each
+# level has its slowest services (sorted, the first the maximum) and its
+# backlog (an onset queued over the threshold and before every other such
+# stall, none and no saturation in the closed loop), the SVG is well-formed,
+# a log-uniform size mix stays in its range, and bad usage exits 2.
 set -eu
 SERVE="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -34,6 +36,9 @@ end = text.index("", at)
 rows, sched_rows = level_rows(text[:at]), level_rows(text[at:end])
 assert sorted(rows) == ["closed K=3", "open 50%", "open 90%"], rows.keys()
 assert sorted(sched_rows) == sorted(rows), sched_rows.keys()
+at = next(i for i, l in enumerate(text) if l.startswith("backlog per level"))
+assert sorted(level_rows(text[at:text.index("", at)])) == sorted(rows), "a backlog row a level"
+assert sum(l.startswith("slowest services of ") for l in text) == 3, "a service list a level"
 for name, f in sched_rows.items():
     n, pre, slow, slow_pre = map(int, f[2:6])
     assert 0 <= slow_pre <= min(pre, slow) and max(pre, slow) <= n, (name, f)
@@ -100,11 +105,28 @@ for l in levels:
         assert ss["nivcsw"] <= wk["nivcsw"], (ss, wk)
         if known:
             assert ss["run_delay_us"] <= 1000 * sc["run_delay_ms"] + 1, (ss, sc)
+    sv = l["slowest_service"]
+    assert len(sv) == min(3, l["requests"]), l["label"] + ": --quick reports 3 services"
+    assert abs(sv[0]["service_us"] - l["service_us"]["max"]) < 0.02, l["label"]
+    for a, b in zip(sv, sv[1:]):
+        assert a["service_us"] >= b["service_us"], l["label"] + ": services slowest first"
+    bl = l["backlog"]
+    on, limit = bl["onset"], bl["threshold_us"]
+    if on is not None:
+        assert on["queue_us"] > limit and on["sched_ms"] <= on["start_ms"], bl
+        assert 0 <= on["in_service"] <= d["threads"], bl
+        assert all(s["sched_ms"] >= on["sched_ms"] - 0.001 for s in st + sv
+                   if s["queue_us"] > limit), (bl, "onset: the first queued over the threshold")
+    else:
+        assert all(s["queue_us"] <= limit for s in st + sv), (bl, "a queued stall, no onset")
+    assert bl["saturated_from_ms"] <= bl["saturated_to_ms"], bl
+    assert abs(bl["saturated_to_ms"] - bl["saturated_from_ms"] - bl["saturated_ms"]) < 0.01, bl
     if l["mode"] == "open":
         want = l["load"] * closed
         assert 0.4 * want < l["offered_rps"] < 1.6 * want, (l["label"], l["offered_rps"], want)
     else:
         assert l["queue_us"]["max"] == 0, "closed loop: no queueing"
+        assert bl["onset"] is None and bl["saturated_ms"] == 0, bl
     assert 0 <= l["dispatch_us"]["p50"] <= l["dispatch_us"]["max"], l["label"]
 xml.dom.minidom.parse(sys.argv[3])
 PY

@@ -349,8 +349,30 @@ typedef struct fl_serve_stall {
   double window_ms;     /* the span of those reads */
 } fl_serve_stall;
 
-/* The min(k, l->n) slowest requests of a level, slowest first. */
-uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, uint32_t k,
-                         fl_serve_stall *out);
+/* What the slowest requests are ranked by. By total, an open loop's backlog
+ * fills the list with the requests that queued behind it; by service, it
+ * shows the requests that may have caused it. */
+typedef enum fl_serve_rank { FL_SERVE_BY_TOTAL, FL_SERVE_BY_SERVICE } fl_serve_rank;
+
+/* The min(k, l->n) slowest requests of a level by `rank`, slowest first. */
+uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, fl_serve_rank rank,
+                         uint32_t k, fl_serve_stall *out);
+
+/* A request queued longer than this (us) marks the onset of a backlog. */
+#define FL_SERVE_BACKLOG_US 1000.0
+
+/* How a level's queue backed up (serve_backlog.c says how it is measured). */
+typedef struct fl_serve_backlog {
+  const fl_serve_record *onset; /* the first by arrival queued over FL_SERVE_BACKLOG_US;
+                                   NULL: none */
+  double onset_queue_us;
+  uint64_t onset_in_service;    /* requests in service at its arrival */
+  int64_t saturated_from_ns, saturated_to_ns; /* the longest stretch with every worker
+                                                 busy and a request queued, from t0;
+                                                 equal: none */
+} fl_serve_backlog;
+
+/* The backlog of a level served by `workers` workers. */
+fl_status fl_serve_backlog_of(const fl_serve_level *l, uint32_t workers, fl_serve_backlog *out);
 
 #endif

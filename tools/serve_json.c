@@ -66,10 +66,12 @@ static void level_sched(FILE *f, const fl_serve_level *l) {
   fprintf(f, "}");
 }
 
-static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {
+/* "name": the k slowest requests by rank, slowest first. */
+static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_serve_pool *p,
+                   fl_serve_rank rank, uint32_t k) {
   fl_serve_stall *st = malloc((k ? k : 1) * sizeof *st);
-  uint32_t m = st ? fl_serve_stalls(l, p, k, st) : 0;
-  fprintf(f, "\"stalls\": [");
+  uint32_t m = st ? fl_serve_stalls(l, p, rank, k, st) : 0;
+  fprintf(f, "\"%s\": [", name);
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%s\n        {\"size\": %u, \"worker\": %u, \"nth\": %u, \"sched_ms\": %.4f, "
@@ -99,7 +101,29 @@ static void stalls(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uin
   free(st);
 }
 
-static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint32_t k) {
+/* "backlog": {"threshold_us": .., "onset": null or {"sched_ms": .., "start_ms": ..,
+ * "queue_us": .., "in_service": ..}, "saturated_ms": .., "saturated_from_ms": ..,
+ * "saturated_to_ms": ..}, or null without the memory to work it out. */
+static void backlog(FILE *f, const fl_serve_level *l, uint32_t workers) {
+  fl_serve_backlog b;
+  if (fl_serve_backlog_of(l, workers, &b) != FL_OK) {
+    fprintf(f, "\"backlog\": null");
+    return;
+  }
+  fprintf(f, "\"backlog\": {\"threshold_us\": %.1f, \"onset\": ", FL_SERVE_BACKLOG_US);
+  if (b.onset)
+    fprintf(f, "{\"sched_ms\": %.4f, \"start_ms\": %.4f, \"queue_us\": %.2f, "
+            "\"in_service\": %llu}",
+            b.onset->sched_ns / 1e6, b.onset->start_ns / 1e6, b.onset_queue_us,
+            (unsigned long long)b.onset_in_service);
+  else fprintf(f, "null");
+  fprintf(f, ", \"saturated_ms\": %.4f, \"saturated_from_ms\": %.4f, \"saturated_to_ms\": %.4f}",
+          (b.saturated_to_ns - b.saturated_from_ns) / 1e6, b.saturated_from_ns / 1e6,
+          b.saturated_to_ns / 1e6);
+}
+
+static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
+                  const fl_serve_opts *o) {
   fprintf(f, "\n    {\"label\": \"%s\", \"mode\": \"%s\", \"load\": %.4f, \"offered_rps\": %.2f, "
           "\"achieved_rps\": %.2f, \"lookups_per_second\": %.1f,\n     \"requests\": %llu, "
           "\"unserved\": %llu, \"samples\": %llu, \"lookups\": %llu, \"seconds\": %.3f, "
@@ -118,7 +142,11 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p, uint
   fprintf(f, ",\n     ");
   level_sched(f, l);
   fprintf(f, ",\n     ");
-  stalls(f, l, p, k);
+  backlog(f, l, o->threads);
+  fprintf(f, ",\n     ");
+  stalls(f, "stalls", l, p, FL_SERVE_BY_TOTAL, o->stalls);
+  fprintf(f, ",\n     ");
+  stalls(f, "slowest_service", l, p, FL_SERVE_BY_SERVICE, o->stalls);
   fprintf(f, "}");
 }
 
@@ -147,7 +175,7 @@ fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve
           w->first_max_us);
   for (uint32_t i = 0; i < res->n_levels; i++) {
     if (i) fputc(',', f);
-    level(f, &res->levels[i], p, o->stalls);
+    level(f, &res->levels[i], p, o);
   }
   fprintf(f, "\n  ]\n}\n");
   if (fclose(f) != 0) {

@@ -1,7 +1,7 @@
 /* serve_report.c: the serving benchmark's tables on stdout: the setup, one
  * row per level, the scheduler's account per level and per level by thread
- * kind, and per level the slowest requests with what was going on around
- * them. */
+ * kind, the backlog per level, and per level the slowest requests (by total,
+ * then by service) with what was going on around them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +66,31 @@ static void print_kinds(FILE *f, const fl_serve_result *res) {
   }
 }
 
+/* Per level, the backlog's onset and the longest saturated stretch. */
+static void print_backlog(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
+  fprintf(f, "\nbacklog per level (onset: the first request by arrival queued over %.0f us, "
+          "or none; sched, start: its times, ms from the level's start; queue: us; in.svc: "
+          "requests in service at its arrival; saturated: the longest stretch, ms, with all %u "
+          "workers busy (picking up queued work counts) and a request queued, from and to: ms "
+          "from the level's start)\n", FL_SERVE_BACKLOG_US, o->threads);
+  fprintf(f, "%-12s %9s %9s %9s %6s | %9s %9s %9s\n", "level", "onset", "start", "queue",
+          "in.svc", "saturated", "from", "to");
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    fl_serve_backlog b;
+    if (fl_serve_backlog_of(l, o->threads, &b) != FL_OK) {
+      fprintf(f, "%-12s out of memory\n", l->label);
+      continue;
+    }
+    if (b.onset)
+      fprintf(f, "%-12s %9.3f %9.3f %9.1f %6llu", l->label, b.onset->sched_ns / 1e6,
+              b.onset->start_ns / 1e6, b.onset_queue_us, (unsigned long long)b.onset_in_service);
+    else fprintf(f, "%-12s %9s %9s %9s %6s", l->label, "none", "-", "-", "-");
+    fprintf(f, " | %9.3f %9.3f %9.3f\n", (b.saturated_to_ns - b.saturated_from_ns) / 1e6,
+            b.saturated_from_ns / 1e6, b.saturated_to_ns / 1e6);
+  }
+}
+
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     const fl_serve_result *res) {
   const fl_serve_warm *warm = &res->warm;
@@ -104,18 +129,24 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   }
   print_sched(f, res);
   print_kinds(f, res);
+  print_backlog(f, o, res);
 }
 
-void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
-                           const fl_serve_level *l) {
+/* One list of a level's slowest requests by `rank`, under its heading: the
+ * first (by total) explains the columns, the second refers to it. */
+static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
+                       const fl_serve_level *l, fl_serve_rank rank) {
   uint32_t n_stalls = o->stalls;
   fl_serve_stall *st = malloc((n_stalls ? n_stalls : 1) * sizeof *st);
-  uint32_t m = st ? fl_serve_stalls(l, p, n_stalls, st) : 0;
+  uint32_t m = st ? fl_serve_stalls(l, p, rank, n_stalls, st) : 0;
   if (!m) {
     free(st);
     return;
   }
-  fprintf(f, "\nslowest of %s (%llu requests; sched/start/end: ms from the level's start; "
+  if (rank == FL_SERVE_BY_SERVICE)
+    fprintf(f, "\nslowest services of %s (by service time, not total: the requests a backlog "
+            "queued behind; columns as in its slowest)\n", l->label);
+  else fprintf(f, "\nslowest of %s (%llu requests; sched/start/end: ms from the level's start; "
           "queue, service, total, disp: us; disp: from when it could start (arrived, its worker "
           "free) to its start; busy: others in service at its start; ahead: queued at its "
           "arrival; nth: the worker's; after '|': the change of the cache's counters, "
@@ -151,4 +182,10 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
             (unsigned long long)sc->nivcsw, (unsigned long long)sc->nvcsw);
   }
   free(st);
+}
+
+void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
+                           const fl_serve_level *l) {
+  print_list(f, o, p, l, FL_SERVE_BY_TOTAL);
+  print_list(f, o, p, l, FL_SERVE_BY_SERVICE);
 }

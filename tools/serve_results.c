@@ -1,7 +1,7 @@
 /* serve_results.c: what a level's records and counter samples say: rates,
  * hit rate, latency percentiles, how often the scheduler took a worker's CPU
- * mid-request, the slowest requests and, for one request, what else was
- * going on (other requests, the cache's counters). */
+ * mid-request, the slowest requests (by total or by service) and, for one
+ * request, what else was going on (other requests, the cache's counters). */
 #include <stdlib.h>
 
 #include "tools/serve.h"
@@ -49,13 +49,14 @@ void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out) {
   }
 }
 
-/* The indices of the k slowest records, slowest first; returns min(k, n). */
-static uint32_t slowest(const fl_serve_level *l, uint32_t k, uint64_t *out) {
+/* The indices of the k records with the largest key, largest first;
+ * returns min(k, n). */
+static uint32_t slowest(const fl_serve_level *l, const double *key, uint32_t k, uint64_t *out) {
   uint32_t m = 0;
   for (uint64_t i = 0; i < l->n; i++) {
     /* out[0 .. m) stays sorted, slowest first: insert i where it belongs. */
     uint32_t at = m < k ? m++ : k;
-    while (at > 0 && l->lat_us[out[at - 1]] < l->lat_us[i]) {
+    while (at > 0 && key[out[at - 1]] < key[i]) {
       if (at < k) out[at] = out[at - 1];
       at--;
     }
@@ -93,11 +94,11 @@ static void attrib_window(const fl_serve_level *l, uint64_t i, fl_serve_attrib *
   *window_ms = (double)(l->samples_at[b].t_ns - l->samples_at[a].t_ns) / 1e6;
 }
 
-uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, uint32_t k,
-                         fl_serve_stall *out) {
+uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, fl_serve_rank rank,
+                         uint32_t k, fl_serve_stall *out) {
   uint64_t *idx = malloc((k ? k : 1) * sizeof *idx);
   if (!idx) return 0;
-  uint32_t m = slowest(l, k, idx);
+  uint32_t m = slowest(l, rank == FL_SERVE_BY_SERVICE ? l->service_us : l->lat_us, k, idx);
   for (uint32_t j = 0; j < m; j++) {
     fl_serve_stall *st = &out[j];
     uint64_t i = idx[j];
