@@ -250,8 +250,8 @@ FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
  *
  * An entry not hit since it came in (no FL_TS_USED) ages FL_PROBATION_AGING
  * times faster, as a segmented LRU's probation list goes first: most rows
- * admitted are used once, and age alone let them outlive rows that had
- * paid back their copy. On the Criteo head (policy_sim, TinyLFU, watermarks
+ * admitted are used once, and by age alone they would outlive rows that
+ * have paid back their copy. On the Criteo head (policy_sim, TinyLFU, watermarks
  * 0.95/0.98) factor 4 gave 0.2 to 1.1 points more hits than plain age, at
  * or within 0.1 of the best batched policy on all four rows; 8 the same to
  * 0.05; replay's workload, whose hot set stands still, the same to 0.01. */

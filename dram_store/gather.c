@@ -268,4 +268,3 @@ fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, ui
   return gather_queries(s, "fl_store_gather", queries, n_queries, policy, NULL, watch, refs_out,
                         for_device);
 }
-
