@@ -476,6 +476,20 @@ fl_status fl_cache_sync(fl_cache *c) {
   return st;
 }
 
+fl_status fl_cache_index_health(fl_cache *c, fl_index_health *out) {
+  if (!c || !out)
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_index_health: cache and out must be non-NULL");
+  memset(out, 0, sizeof *out);
+  rounds_launched(c);
+  pthread_mutex_lock(&c->lock);
+  fl_status st = fl_round_settle_all(c, 1, 1);
+  for (uint32_t p = 0; st == FL_OK && p < c->fixed.n_parts; p++)
+    st = fl_maint_census(c, &c->parts[p], out);
+  pthread_mutex_unlock(&c->lock);
+  if (out->slots) out->miss_probe /= (double)out->slots;
+  return st;
+}
+
 void fl_cache_stats_reset(fl_cache *c) {
   if (!c) return;
   for (uint32_t t = 0; t < c->fixed.n_tables; t++) {

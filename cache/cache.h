@@ -87,12 +87,18 @@ fl_status fl_maint_index_reset(fl_cache *c, fl_part *p);
 fl_status fl_maint_age_histogram(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now,
                                  uint64_t hist[FL_AGE_BUCKETS]);
 /* Tombstones entries of `kind` older than bucket `b`, and up to `quota`
- * entries of bucket b; writes their locations to locs (capacity p->slots). */
+ * entries of bucket b; writes their locations to locs (capacity p->slots).
+ * Then compacts the index and sweeps its tombstones (index.h). */
 fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t now, uint32_t b,
                          uint64_t quota, uint64_t *locs, uint64_t *n_locs);
-/* Erases keys (host array); writes the removed slab addresses (0 = none). */
+/* Erases keys (host array); writes the removed slab addresses (0 = none).
+ * Each erase sweeps the run of tombstones it ends (fl_index_erase). */
 fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t n,
                          uint64_t *locs);
+
+/* Adds part p's slots to out (fl_cache_index_health), miss_probe as the
+ * sum over home slots. */
+fl_status fl_maint_census(fl_cache *c, fl_part *p, fl_index_health *out);
 
 /* --- TinyLFU's frequency state, per part (cache/admit_freq.c) --- */
 /* Allocates and zeroes the part's sketch (sized from the vectors its pool

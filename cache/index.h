@@ -218,16 +218,128 @@ FL_HD uint64_t fl_index_erase_slot(const fl_index_view *v, uint64_t i) {
   }
 }
 
-/* Erases `key` if present; returns its location or 0. */
+/* Moves live keys back into the tombstones of their cluster (a run of slots
+ * none of which is never-used) where their chains allow, so that the
+ * tombstones left sit at the cluster's end, where the sweep (below) can
+ * empty them: with sweeps alone, at max_load 0.7 a churned index's misses
+ * read 5x the slots of a fresh one's (tests/index_sweep_test.cc). Slot s
+ * starts the cluster: the slot before it is never-used. A key moves to the
+ * earliest tombstone not before its home; its old slot becomes a tombstone
+ * (keeping the key, as every tombstone does). Clusters are disjoint and
+ * moves make no slot never-used, so clusters may be compacted at once,
+ * beside readers: one that misses a key while it moves answers from the
+ * store, as any miss; never beside inserts (the serialized mutations). */
+FL_HD void fl_index_compact_cluster(const fl_index_view *v, uint64_t s) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  uint64_t w = ~0ull; /* the earliest tombstone not yet filled */
+  uint64_t j = s;
+  for (uint64_t n = 0; n < v->slots; n++, j = fl_index_next(v, j)) {
+    uint64_t k = fl_index_key(v, j);
+    if (k == empty) return;
+    uint64_t loc = fl_ld64(&v->locs[j]);
+    if (loc == FL_LOC_NONE) {
+      if (w == ~0ull) w = j;
+      continue;
+    }
+    if (w == ~0ull) continue;
+    uint64_t home = fl_index_home(v, k);
+    uint64_t from_s = home >= s ? home - s : home + v->slots - s;
+    uint64_t w_from_s = w >= s ? w - s : w + v->slots - s;
+    if (from_s > w_from_s) continue; /* its chain starts after w */
+    uint32_t ver = fl_ld32(fl_index_ver(v, w));
+    if ((ver & 1u) || !fl_index_claim(v, w, ver)) return;
+    fl_index_set_key(v, w, k);
+    *fl_index_ts(v, w) = *fl_index_ts(v, j);
+    FL_FENCE();
+    fl_st64(&v->locs[w], loc);
+    fl_index_release(v, w, ver);
+    /* Found at w from here on; then gone from j. */
+    fl_index_erase_slot(v, j);
+    do w = fl_index_next(v, w);
+    while (fl_ld64(&v->locs[w]) != FL_LOC_NONE); /* j is one: the loop ends by it */
+  }
+}
+
+/* 1 when slot s starts a cluster (fl_index_compact_cluster). */
+FL_HD int fl_index_cluster_start(const fl_index_view *v, uint64_t s) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  uint64_t prev = s == 0 ? v->slots - 1 : s - 1;
+  return fl_index_key(v, s) != empty && fl_index_key(v, prev) == empty;
+}
+
+/* Tombstones only ever fill an index: an insert reuses one on its own chain,
+ * but a miss probes past every tombstone to the first never-used slot, and
+ * under churn those run out until every miss walks FL_PROBE_LIMIT slots.
+ * A tombstone can be never-used again when no live key after it was placed
+ * past it, that is, when no key's chain runs through it (a chain holds no
+ * never-used slot before its key). Probes that pass it are then misses
+ * which stop there instead of further on, and no lookup's answer changes.
+ * The walk ends at a never-used slot or after FL_PROBE_LIMIT slots: no key
+ * sits that far past its home. Emptying only makes the condition true of
+ * more slots, so sweeps of different slots may run at once, beside readers;
+ * never beside inserts (the serialized mutations, above), which may put a
+ * key past a slot the walk passed. Returns 1 when slot i was emptied. */
+FL_HD int fl_index_sweep_slot(const fl_index_view *v, uint64_t i) {
+  const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
+  uint64_t key = fl_index_key(v, i);
+  if (key == empty || fl_ld64(&v->locs[i]) != FL_LOC_NONE) return 0;
+  uint64_t j = fl_index_next(v, i);
+  for (uint32_t step = 1; step < FL_PROBE_LIMIT; step++, j = fl_index_next(v, j)) {
+    if (j == i) return 0; /* a table of no never-used slot and fewer slots than the limit */
+    uint64_t k = fl_index_key(v, j);
+    if (k == empty) break;
+    if (fl_ld64(&v->locs[j]) == FL_LOC_NONE || FL_MUTANT_ON(12)) continue;
+    uint64_t home = fl_index_home(v, k);
+    uint64_t placed = j >= home ? j - home : j + v->slots - home;
+    if (placed >= step) return 0; /* its chain runs through slot i */
+  }
+  uint32_t ver = fl_ld32(fl_index_ver(v, i));
+  if ((ver & 1u) || !fl_index_claim(v, i, ver)) return 0;
+  int still = fl_ld64(&v->locs[i]) == FL_LOC_NONE && fl_index_key(v, i) == key;
+  if (still) fl_index_set_key(v, i, empty);
+  fl_index_release(v, i, ver);
+  return still;
+}
+
+FL_HD uint64_t fl_index_prev(const fl_index_view *v, uint64_t i) {
+  return i == 0 ? v->slots - 1 : i - 1;
+}
+
+/* Sweeps slot i and then the tombstones before it, while they can go: after
+ * one key's erase, the run it ends. Returns the slots emptied. */
+FL_HD uint32_t fl_index_sweep_run(const fl_index_view *v, uint64_t i) {
+  uint32_t n = 0;
+  while (n < FL_PROBE_LIMIT && fl_index_sweep_slot(v, i)) n++, i = fl_index_prev(v, i);
+  return n;
+}
+
+/* Erases `key` if present, and sweeps the tombstone it leaves where it can
+ * go; returns the key's location or 0. */
 FL_HD uint64_t fl_index_erase(const fl_index_view *v, uint64_t key) {
   const uint64_t empty = FL_KEY_EMPTY(v->key_bits);
   uint64_t i = fl_index_home(v, key);
   for (uint32_t step = 0; step < FL_PROBE_LIMIT; step++, i = fl_index_next(v, i)) {
     uint64_t k = fl_index_key(v, i);
     if (k == empty) return 0;
-    if (k == key) return fl_index_erase_slot(v, i);
+    if (k == key) {
+      uint64_t l = fl_index_erase_slot(v, i);
+      fl_index_sweep_run(v, i);
+      return l;
+    }
   }
   return 0;
+}
+
+/* What a slot holds, for the census of an index's health. */
+typedef enum fl_slot_state {
+  FL_SLOT_EMPTY = 0,     /* never used (or swept) */
+  FL_SLOT_TOMBSTONE = 1, /* a key without a location */
+  FL_SLOT_LIVE = 2       /* a cached vector or a DRAM pointer */
+} fl_slot_state;
+
+FL_HD fl_slot_state fl_index_slot_state(const fl_index_view *v, uint64_t i) {
+  if (fl_index_key(v, i) == FL_KEY_EMPTY(v->key_bits)) return FL_SLOT_EMPTY;
+  return fl_ld64(&v->locs[i]) == FL_LOC_NONE ? FL_SLOT_TOMBSTONE : FL_SLOT_LIVE;
 }
 
 /* Clears slot i to never-used (index reset, no concurrent users). */

@@ -1,9 +1,10 @@
-/* maint.c: index maintenance for both backends: on the host, loops over the
+/* maint.c: index maintenance and census for both backends: on the host, loops over the
  * index with the same index.h functions the kernels use; on CUDA, the kernels
  * of maint_kernels.cu on the maintenance stream, waited for before returning
  * (maintenance is rare: eviction batches, invalidations, clears). All under
  * the cache lock. */
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -81,6 +82,10 @@ fl_status fl_maint_evict(fl_cache *c, fl_part *p, fl_entry_kind kind, uint32_t n
     if (tally) victim_sum += fl_sketch_estimate(&p->sketch, key);
   }
   if (tally) fl_freq_evicted_host(p, victim_sum, *n_locs);
+  for (uint64_t i = 0; i < p->index.slots; i++)
+    if (fl_index_cluster_start(&p->index, i)) fl_index_compact_cluster(&p->index, i);
+  /* From the end: slot i + 1 is swept before slot i looks at it. */
+  for (uint64_t i = p->index.slots; i-- > 0;) fl_index_sweep_slot(&p->index, i);
   return FL_OK;
 }
 
@@ -99,5 +104,48 @@ fl_status fl_maint_erase(fl_cache *c, fl_part *p, const uint64_t *keys, uint64_t
     return FL_OK;
   }
   for (uint64_t i = 0; i < n; i++) locs[i] = fl_index_erase(&p->index, keys[i]);
+  return FL_OK;
+}
+
+fl_status fl_maint_census(fl_cache *c, fl_part *p, fl_index_health *out) {
+  fl_index_view v = p->index;
+  uint8_t *copy = NULL;
+  if (c->fixed.backend == FL_BACKEND_CUDA) {
+    copy = malloc(p->index_bytes ? p->index_bytes : 1);
+    if (!copy) return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory for an index census");
+    cudaError_t e = cudaMemcpyAsync(copy, p->index_mem, p->index_bytes, cudaMemcpyDeviceToHost,
+                                    maint_stream(c));
+    if (e == cudaSuccess) e = cudaStreamSynchronize(maint_stream(c));
+    if (e != cudaSuccess) {
+      free(copy);
+      return fl_fail(c, FL_ERR_CUDA, "copying the index for its census: %s", cudaGetErrorString(e));
+    }
+    uint8_t *base = p->index_mem;
+    v.locs = (uint64_t *)(copy + ((uint8_t *)p->index.locs - base));
+    v.kv = copy + ((uint8_t *)p->index.kv - base);
+    v.ts = p->index.ts ? (uint32_t *)(copy + ((uint8_t *)p->index.ts - base)) : NULL;
+  }
+  uint64_t stop = v.slots;
+  for (uint64_t i = 0; i < v.slots; i++) {
+    fl_slot_state s = fl_index_slot_state(&v, i);
+    out->live += s == FL_SLOT_LIVE;
+    out->tombstones += s == FL_SLOT_TOMBSTONE;
+    out->never_used += s == FL_SLOT_EMPTY;
+    if (s == FL_SLOT_EMPTY) stop = i;
+  }
+  out->slots += v.slots;
+  /* A probe from home h reads h up to the first never-used slot: walking
+   * back from one, each slot's probe is one more than the next slot's. */
+  if (stop == v.slots) {
+    out->miss_probe += (double)v.slots * FL_PROBE_LIMIT;
+  } else {
+    uint64_t reads = 1, i = stop;
+    for (uint64_t n = 0; n < v.slots; n++, i = fl_index_prev(&v, i)) {
+      if (fl_index_slot_state(&v, i) == FL_SLOT_EMPTY) reads = 1;
+      else if (reads < FL_PROBE_LIMIT) reads++;
+      out->miss_probe += (double)reads;
+    }
+  }
+  free(copy);
   return FL_OK;
 }

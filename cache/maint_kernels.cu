@@ -1,5 +1,6 @@
 // maint_kernels.cu: CUDA kernels for index maintenance (reset, age histogram,
-// eviction, erase, and a round's eviction; the rest of an admission round is
+// eviction and the compaction and sweep of tombstones after it, erase, and a
+// round's eviction; the rest of an admission round is
 // in fusion/admit_kernels.cu). All run
 // on the cache's maintenance stream, one at a time, so index writers never
 // race on a key (see index.h).
@@ -100,6 +101,21 @@ __device__ void evict_picked(fl_index_view v, fl_entry_kind kind, uint32_t now, 
   if (counting) tally_victims(tally, sum, n);
 }
 
+// After an eviction, before the next inserts, two kernels (index.h): keys
+// move back into their clusters' tombstones, one thread a cluster; then the
+// tombstones no chain needs become never-used, one thread a slot.
+__device__ void compact_all(fl_index_view v) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    if (fl_index_cluster_start(&v, i)) fl_index_compact_cluster(&v, i);
+}
+
+__device__ void sweep_all(fl_index_view v) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < v.slots;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    fl_index_sweep_slot(&v, i);
+}
+
 __global__ void histogram_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now,
                                  unsigned long long *hist) {
   count_ages(v, kind, now, hist);
@@ -110,6 +126,9 @@ __global__ void evict_kernel(fl_index_view v, fl_entry_kind kind, uint32_t now, 
   evict_picked(v, kind, now, b, quota, &counters[1], &counters[0], locs, v.slots, 0, v.slots,
                tally);
 }
+
+__global__ void compact_kernel(fl_index_view v) { compact_all(v); }
+__global__ void sweep_kernel(fl_index_view v) { sweep_all(v); }
 
 __global__ void erase_kernel(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
@@ -146,6 +165,14 @@ __global__ void round_evict(fl_index_view v, const fl_evict_in *in, fl_evict_dev
                  in->ring, in->want, in->at, in->ring_cap, d.tally);
 }
 
+__global__ void round_compact(fl_index_view v, const fl_evict_in *in) {
+  if (in->want) compact_all(v);
+}
+
+__global__ void round_sweep(fl_index_view v, const fl_evict_in *in) {
+  if (in->want) sweep_all(v);
+}
+
 }  // namespace
 
 extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
@@ -161,6 +188,11 @@ extern "C" int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_
     e = fl_launch_kernel(to, (const void *)round_pick, 1, kThreads, 0, pick_params);
   if (e == cudaSuccess)
     e = fl_launch_kernel(to, (const void *)round_evict, grid, kThreads, 0, params);
+  void *tidy_params[] = {&v, &in};
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(to, (const void *)round_compact, grid, kThreads, 0, tidy_params);
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(to, (const void *)round_sweep, grid, kThreads, 0, tidy_params);
   return (int)e;
 }
 
@@ -185,8 +217,16 @@ extern "C" int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now
   cudaError_t e = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, (cudaStream_t)stream);
   if (e != cudaSuccess) return (int)e;
   void *params[] = {&v, &kind, &now, &b, &quota, &locs, &counters, &tally};
-  return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)evict_kernel,
-                               grid_for(v.slots), kThreads, 0, params);
+  e = fl_launch_kernel(fl_launch_on(stream), (const void *)evict_kernel, grid_for(v.slots),
+                       kThreads, 0, params);
+  void *tidy_params[] = {&v};
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(fl_launch_on(stream), (const void *)compact_kernel, grid_for(v.slots),
+                         kThreads, 0, tidy_params);
+  if (e == cudaSuccess)
+    e = fl_launch_kernel(fl_launch_on(stream), (const void *)sweep_kernel, grid_for(v.slots),
+                         kThreads, 0, tidy_params);
+  return (int)e;
 }
 
 extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n, uint64_t *locs,
@@ -198,6 +238,6 @@ extern "C" int fl_launch_erase(fl_index_view v, const uint64_t *keys, uint64_t n
 }
 
 extern "C" int fl_maint_kernels_load(void) {
-  const void *kernels[] = {(const void *)reset_kernel, (const void *)histogram_kernel, (const void *)evict_kernel, (const void *)erase_kernel, (const void *)round_histogram, (const void *)round_pick, (const void *)round_evict};
+  const void *kernels[] = {(const void *)reset_kernel, (const void *)histogram_kernel, (const void *)evict_kernel, (const void *)erase_kernel, (const void *)round_histogram, (const void *)round_pick, (const void *)round_evict, (const void *)compact_kernel, (const void *)sweep_kernel, (const void *)round_compact, (const void *)round_sweep};
   return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
 }

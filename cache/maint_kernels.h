@@ -27,7 +27,8 @@ int fl_launch_age_histogram(fl_index_view v, fl_entry_kind kind, uint32_t now,
                             unsigned long long *hist, void *stream);
 /* counters[0] = entries taken, their slabs written to locs (capacity
  * v.slots) in claim order, counters[1] = quota claims in bucket b; zeroed by
- * the launcher. Cached entries taken are tallied (fl_evict_tally). */
+ * the launcher. Cached entries taken are tallied (fl_evict_tally). Then the
+ * index is compacted and its tombstones swept (index.h). */
 int fl_launch_evict(fl_index_view v, fl_entry_kind kind, uint32_t now, uint32_t b,
                     uint64_t quota, uint64_t *locs, unsigned long long *counters,
                     fl_evict_tally tally, void *stream);
@@ -59,9 +60,9 @@ typedef struct fl_evict_dev {
 } fl_evict_dev;
 
 /* Adds the eviction to `to` (a round's graph): the age histogram of cached
- * entries, the pick (evict_pick.h), and the tombstoning of the picked
- * entries, their slabs written to the ring from in->at. Does nothing when
- * want is 0. */
+ * entries, the pick (evict_pick.h), the tombstoning of the picked entries,
+ * their slabs written to the ring from in->at, and the compaction and
+ * sweep of the index's tombstones (index.h). Does nothing when want is 0. */
 int fl_launch_round_evict(fl_launch_to to, fl_index_view v, const fl_evict_in *in,
                           fl_evict_dev d);
 

@@ -22,6 +22,7 @@
  * mutant 9 host: a cluster value of the wrong length fails the gather but leaves a zero row (cluster/rows.c)
  * mutant 10 host: the worker pool calls in every worker, whatever its cost model plans (common/parallel.c)
  * mutant 11 host cuda: TinyLFU forgets the evicted entries' frequency: every missed row is admitted (cache/admit_rule.h)
+ * mutant 12 host cuda: the tombstone sweep empties a slot on a live key's chain (cache/index.h)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

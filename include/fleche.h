@@ -492,6 +492,25 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out,
                              fl_cache_table_stats *per_table, uint32_t n_tables);
 void fl_cache_stats_reset(fl_cache *c);
 
+/* The index's health: how far a miss probes. An eviction leaves a tombstone
+ * (a key with no vector) where a miss's probe must go on; the cache turns
+ * tombstones back into never-used slots where no probe needs them (after
+ * each eviction and erase), so this stays near a fresh index's at any
+ * max_load. */
+typedef struct fl_index_health {
+  uint64_t slots;      /* index capacity, all parts */
+  uint64_t live;       /* entries: cached vectors and unified-index pointers */
+  uint64_t tombstones; /* keys with no vector: probes go past them */
+  uint64_t never_used; /* slots where a probe stops */
+  double miss_probe;   /* mean slots a miss reads: from a home slot, taken uniformly,
+                          to the first never-used slot, at most 128 */
+} fl_index_health;
+
+/* Scans every index slot, on CUDA from a copy in host memory: milliseconds
+ * for millions of slots. Waits for admission rounds in flight (as
+ * fl_cache_sync) and holds off index changes meanwhile; queries run on. */
+fl_status fl_cache_index_health(fl_cache *c, fl_index_health *out);
+
 #ifdef __cplusplus
 }
 #endif
