@@ -50,7 +50,7 @@ static void count_batch(fl_part *p, const candidate *cand, uint64_t k) {
 
 /* Admits the batch's unique rows: winners of the admission rule
  * (admit_rule.h) in priority order (most frequent in the batch first)
- * while the pool has slots, then pointers for store misses that stayed
+ * while the pool has slots and the index room (fl_cache_index_room), then pointers for store misses that stayed
  * out, while the unified index has room. Under c->lock. */
 static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   fl_part *p = &c->parts[x->part];
@@ -87,10 +87,11 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   for (uint32_t q = 0; q <= FL_ADMIT_BUCKETS; q++) start[q] = at, at += per_bucket[q];
   for (uint64_t i = 0; i < k; i++) order[start[cand[i].choice]++] = cand[i];
   int starved = 0;
-  uint64_t admitted = 0;
+  uint64_t admitted = 0, index_room = fl_cache_index_room(c, x->part);
   for (uint64_t i = 0; i < k; i++) {
     const candidate *e = &order[i];
     const fl_batch_arg *g = &x->args[e->arg];
+    if (e->choice != FL_ADMIT_BUCKETS && admitted >= index_room) continue;
     if (e->choice == FL_ADMIT_BUCKETS) {
       if (room == 0) break;
       if (fl_index_insert(&p->index, e->key, x->uniq_refs[e->uid] | FL_LOC_DRAM_BIT, x->now) ==

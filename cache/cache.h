@@ -117,6 +117,9 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
  * low watermark if part p is above the high watermark, or `starved` (a
  * class found no slot and no page). */
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
+/* Cached entries part p may still take before its index passes max_load
+ * (less the slots unified entries may take): admissions stop there. */
+uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part);
 /* The cached entries make_room would evict from part p now (0: none). */
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);
 /* Accounts for entries of `kind` just removed from part p's index (the

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "cache/cuda_state.h"
 #include "cache/evict_pick.h"
+#include "common/mutant.h"
 
 static void free_slab(void *ctx, uint32_t part, uint64_t loc) {
   fl_cache *c = ctx;
@@ -102,6 +103,29 @@ fl_status fl_cache_trim_unified(fl_cache *c, uint32_t part) {
 /* The least share of a part's use that a starved round evicts. */
 #define FL_STARVED_SHARE 0.2
 
+/* Entries to evict for the index's sake: a hot set of vectors smaller than
+ * the part's mean (by which size_part sized the index) fills the index at
+ * max_load before the pool reaches its watermark, and inserts would fail
+ * with nothing ever evicted. The index takes the pool's watermarks, over
+ * the slots at max_load less those unified entries may take. */
+static double index_cap(const fl_cache *c, uint32_t part) {
+  double cap = c->fixed.cfg.max_load * (double)c->parts[part].slots -
+               (double)fl_cache_unified_limit(c, part);
+  return cap < 1.0 ? 1.0 : cap;
+}
+
+static uint64_t index_excess(const fl_cache *c, uint32_t part) {
+  const fl_part *p = &c->parts[part];
+  double cap = index_cap(c, part);
+  if (FL_MUTANT_ON(13) || (double)p->entries <= c->fixed.cfg.high_watermark * cap) return 0;
+  return p->entries - (uint64_t)(c->fixed.cfg.low_watermark * cap);
+}
+
+uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part) {
+  uint64_t cap = (uint64_t)index_cap(c, part);
+  return cap > c->parts[part].entries ? cap - c->parts[part].entries : 0;
+}
+
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   const fl_part *p = &c->parts[part];
   /* The vectors' capacity: the pool less what unified entries take. */
@@ -115,7 +139,9 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   double used = (double)(p->pool.used_bytes - p->reserved_bytes);
   uint64_t limbo = p->round ? fl_round_in_limbo(p->round) : 0;
   used -= used * (double)limbo / (double)(p->entries + limbo ? p->entries + limbo : 1);
-  if (p->entries == 0 || (!starved && used <= high)) return 0;
+  uint64_t by_index = index_excess(c, part);
+  if (p->entries == 0) return 0;
+  if (!starved && used <= high) return by_index < p->entries ? by_index : p->entries;
   /* Entries to evict: bring use to the low watermark, counting the average
    * slot of this part, and at least the share of use above it. A starved
    * class (no slot, no free page) below the watermark in a pool of several
@@ -130,6 +156,7 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   double floor = share * used;
   if (excess < floor) excess = floor;
   uint64_t want = (uint64_t)(excess / avg) + 1;
+  if (want < by_index) want = by_index;
   return want < p->entries ? want : p->entries;
 }
 

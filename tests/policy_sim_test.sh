@@ -146,12 +146,12 @@ PY
 # leaves more of a budget to the pool, so the row needs less budget, and
 # replay with the same options and that budget hits as often.
 "$SIM" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 --vectors 400 --quiet \
-  --policies fleche --max-load 0.7 --watermarks 0.9,0.97 --json "$T/o.json" > /dev/null \
+  --policies fleche --max-load 0.9 --watermarks 0.9,0.97 --json "$T/o.json" > /dev/null \
   || fail "--max-load and --watermarks"
 obudget=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["policies"][0]["budget_bytes"])' "$T/o.json")
-[ "$obudget" -lt "$budget" ] || fail "--max-load 0.7: budget $obudget, not under the default's $budget"
+[ "$obudget" -lt "$budget" ] || fail "--max-load 0.9: budget $obudget, not under the default's $budget"
 FL_BACKEND=host "$REPLAY" --tables 2000,300,5000 --scale 1 --batch 256 --batches 24 \
-  --budget-bytes "$obudget" --max-load 0.7 --watermarks 0.9,0.97 --quiet --json "$T/ro.json" \
+  --budget-bytes "$obudget" --max-load 0.9 --watermarks 0.9,0.97 --quiet --json "$T/ro.json" \
   > /dev/null || fail "replay --max-load --watermarks"
 python3 - "$T/o.json" "$T/ro.json" <<'PY' || fail "the row with options equals replay's hits"
 import json, sys

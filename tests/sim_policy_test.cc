@@ -398,13 +398,14 @@ TEST(SimPolicy, BudgetOfVectorsHoldsThemAndLittleMore) {
   d.id_kind = FL_IDS_DENSE;
   fl_store *s = nullptr;
   ASSERT_EQ(fl_store_create(&d, 1, 1, &s), FL_OK);
-  fl_replay_opts def, full;
-  fl_replay_opts_default(&def);
+  fl_replay_opts half, full;
+  fl_replay_opts_default(&half);
   fl_replay_opts_default(&full);
+  half.max_load = 0.5;
   full.max_load = 0.8;
   for (uint64_t want : {100ull, 5000ull, 70000ull}) {
     uint64_t budget[2] = {0, 0};
-    const fl_replay_opts *opts[2] = {&def, &full};
+    const fl_replay_opts *opts[2] = {&half, &full};
     for (int k = 0; k < 2; k++) {
       uint64_t got = 0;
       ASSERT_EQ(fl_sim_budget_of_vectors(s, opts[k], want, &budget[k]), FL_OK);

@@ -4,7 +4,7 @@
 # that runs on a GPU machine without Bazel: `gpu-bundle/run.sh [OUTDIR]`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests=(cache_test encoding_test store_test admit_sketch_test)
+tests=(cache_test index_sweep_test encoding_test store_test admit_sketch_test)
 tools=(replay tune bench_store bench_query flatkeys stress serve_bench)
 targets=()
 for t in "${tests[@]}"; do targets+=("//tests:$t"); done

@@ -12,7 +12,7 @@ out="${1:-gpu-out}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 rc=0
-for t in cache_test encoding_test store_test admit_sketch_test; do
+for t in cache_test index_sweep_test encoding_test store_test admit_sketch_test; do
   echo "== $t"
   "$here/$t" --gtest_output="xml:$out/$t.xml" >"$out/$t.log" 2>&1 || rc=1
   tail -n 3 "$out/$t.log"
@@ -27,6 +27,9 @@ done
 # that runs out twice fails the run, as hazards do: a case never finished
 # was never checked. 10 s before each try's end the test binary's watchdog
 # (tests/watchdog.cc) prints every thread's stack into the case's log.
+# index_sweep_test's CUDA cases run under both tools too (racecheck: its
+# 64-bit erase case; its churn, minutes under racecheck, has no shared
+# memory to check, and memcheck covers it).
 api_failing='*AnEarlierFailedCudaCall*Cuda*'
 if command -v compute-sanitizer >/dev/null; then
   for tool in ${FL_SANITIZERS:-memcheck racecheck}; do
@@ -41,19 +44,26 @@ if command -v compute-sanitizer >/dev/null; then
       compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 3 \
         "$here/cache_test" --gtest_filter="$api_failing" >"$out/sanitizer_${tool}_api.log" 2>&1 || rc=1
       grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_${tool}_api.log" | tail -n 2
+      compute-sanitizer --tool "$tool" --error-exitcode 3 "$here/index_sweep_test" \
+        --gtest_filter="*Cuda*" --gtest_output="xml:$out/sanitizer_${tool}_index.xml" \
+        >"$out/sanitizer_${tool}_index.log" 2>&1 || rc=1
+      grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_${tool}_index.log" | tail -n 2
       continue
     fi
     filter="${FL_RACECHECK_FILTER:-*CudaFlat64*:-*BatchSizes*:*Churn*:*RoundsFailingAfterARecycle*}"
-    echo "== compute-sanitizer --tool racecheck, one case per process ($filter)"
+    echo "== compute-sanitizer --tool racecheck, one case per process ($filter; index_sweep_test *Cuda64*:-*Churn*)"
     clean=0 hazards=0 unfinished=0
-    for t in $("$here/cache_test" --gtest_filter="$filter" --gtest_list_tests |
-               awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}'); do
+    for case in $("$here/cache_test" --gtest_filter="$filter" --gtest_list_tests |
+                  awk '/^[^ ]/ {suite=$1} /^  / {print "cache_test:" suite $1}') \
+                $("$here/index_sweep_test" --gtest_filter="*Cuda64*:-*Churn*" --gtest_list_tests |
+                  awk '/^[^ ]/ {suite=$1} /^  / {print "index_sweep_test:" suite $1}'); do
+      bin="${case%%:*}" t="${case#*:}"
       log="$out/racecheck_${t//\//_}.log"
       limit="${FL_RACECHECK_TIMEOUT:-60}"
       for try in 1 2; do
         FL_TEST_WATCHDOG_S=$((limit > 20 ? limit - 10 : 10)) timeout "$limit" \
           compute-sanitizer --tool racecheck --error-exitcode 3 \
-          "$here/cache_test" --gtest_filter="$t" >"$log" 2>&1
+          "$here/$bin" --gtest_filter="$t" >"$log" 2>&1
         status=$?
         [ $status -eq 124 ] && [ $try -eq 1 ] && { echo "  not finished, once more: $t"; continue; }
         break

@@ -171,6 +171,7 @@ typedef struct fl_run {
   fl_cache_stats *after;   /* per batch: the cache's counters after it */
   double query_s;          /* sum of batch latencies */
   fl_cache_stats stats;    /* at the end */
+  fl_index_health health;  /* the index at the end (before the floor's batches) */
   fl_cache_table_stats *tables; /* n_tables entries */
   uint64_t verified, mismatches;
   fl_store_tier_stats tiers; /* the store's tiers during the run */

@@ -124,6 +124,10 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
           (unsigned long long)s->index_entries, (unsigned long long)s->index_slots,
           (unsigned long long)s->unified_entries, (unsigned long long)s->admissions,
           (unsigned long long)s->evictions);
+  const fl_index_health *h = &r->health;
+  fprintf(f, "index health: %llu live, %llu tombstones, %llu never used; a miss reads %.2f slots\n",
+          (unsigned long long)h->live, (unsigned long long)h->tombstones,
+          (unsigned long long)h->never_used, h->miss_probe);
   if (r->verified) fprintf(f, "verify: %llu rows checked, %llu mismatches\n",
                            (unsigned long long)r->verified, (unsigned long long)r->mismatches);
   const fl_trace_table *tb = fl_trace_tables(w->trace);
@@ -189,6 +193,10 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             (unsigned long long)s->unique_misses, (unsigned long long)s->rounds_shed,
             (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled,
             (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+    fprintf(f, "     \"index_health\": {\"live\": %llu, \"tombstones\": %llu, \"never_used\": %llu, "
+            "\"miss_probe\": %.3f},\n",
+            (unsigned long long)r->health.live, (unsigned long long)r->health.tombstones,
+            (unsigned long long)r->health.never_used, r->health.miss_probe);
     fprintf(f, "     \"floor\": ");
     json_floor(f, &r->floor);
     const fl_store_tier_stats *tr = &r->tiers;

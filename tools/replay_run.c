@@ -108,6 +108,7 @@ fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout
   fl_store_tier_stats_reset(w->store);
   if (s == FL_OK) s = replay_loop(w, o, c, rn, run);
   if (s == FL_OK) s = fl_cache_stats_get(c, &run->stats, run->tables, w->n_tables);
+  if (s == FL_OK) s = fl_cache_index_health(c, &run->health);
   if (s == FL_OK) s = fl_store_tier_stats_get(w->store, &run->tiers);
   if (s == FL_OK && o->floor) s = fl_floor_measure(w, o, c, rn, run);
   if (rn) {
