@@ -279,8 +279,7 @@ static cudaError_t grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t wan
 /* Gives each class up to need[k] more slots on its reservoir, written into
  * the input block (fill_n, fill) for the round to stock; *starved = 1 when
  * the pool could not. */
-static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, uint64_t evicting,
-                        int *starved) {
+static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *starved) {
   fl_part *p = &c->parts[part];
   fl_admit_round *r = p->round;
   uint32_t n = r->dev.n_classes;
@@ -300,19 +299,9 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, uint64
   }
   uint64_t *fill_n = (uint64_t *)(r->io_h + l.fill_n), *fill = (uint64_t *)(r->io_h + l.fill);
   uint64_t at = 0;
-  /* A round admits no more than its reservoirs hold: keeping them within
-   * the index's room, with what the round evicts first, keeps the index
-   * near max_load when the rows are smaller than the part's mean
-   * (fl_cache_index_room). */
-  uint64_t held = 0, room = fl_cache_index_room(c, part) + evicting;
-  for (uint32_t k = 0; k < n; k++) held += r->top[k];
-  room = room > held ? room - held : 0;
   for (uint32_t k = 0; k < n; k++) {
     if (need[k] <= r->top[k]) continue;
     uint64_t want = need[k] - r->top[k];
-    if (want > room) want = room;
-    room -= want;
-    if (want == 0) continue;
     uint64_t cap = 0;
     cudaError_t e = r->top[k] + want > r->cap[k] ? grow(c, r, k, r->top[k] + want, &cap) : cudaSuccess;
     if (e != cudaSuccess)
@@ -440,7 +429,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
    * reservoirs' slack covers that. */
   uint64_t want = fl_cache_evict_want(c, part, 0);
   int starved = 0;
-  st = refill(c, part, need, want, &starved);
+  st = refill(c, part, need, &starved);
   /* A class with no slot and no page. In a part of one class the round
    * admits what its slots allow and evicts as a starved pool must; its
    * slabs serve the rounds after the next. A class among several needs

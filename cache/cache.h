@@ -118,7 +118,12 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
  * class found no slot and no page). */
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
 /* Cached entries part p may still take before its index passes max_load
- * (less the slots unified entries may take): admissions stop there. */
+ * (less the slots unified entries may take): the host's admissions stop
+ * there. A CUDA round admits what its reservoirs hold, and evicts first
+ * for the index (fl_cache_evict_want): its index may pass max_load by up
+ * to a batch's admissions, until the next round. Bounding the reservoirs
+ * by this room instead starved classes of a part under memcheck's timing
+ * (ChurnRecyclesEverySlab), and the replay's floor batch never fit. */
 uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part);
 /* The cached entries make_room would evict from part p now (0: none). */
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);

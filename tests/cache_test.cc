@@ -562,7 +562,11 @@ TEST_P(CacheTest, StarvedRoundsEvictInTheirGraphAndRecycleTheSlabs) {
   uint64_t admitted_before_last = 0;
   for (int batch = 0; batch < 40; batch++) {
     if (batch == 30) admitted_before_last = Stats(c.get()).admissions;
-    QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, batch % 2 == 1);
+    // The widest classes only, as in StarvedPoolOfSeveralClassesFreesAFifth:
+    // smaller rows would fill the index first, and its watermarks evict.
+    std::vector<std::vector<uint64_t>> ids = Ids(rng, 3000);
+    ids[0].clear(), ids[1].clear();
+    QueryAndCheck(c.get(), ids, nullptr, batch % 2 == 1);
     if (HasFatalFailure()) return;
   }
   fl_cache_stats s = Stats(c.get());

@@ -377,7 +377,9 @@ TEST_P(CacheSweepTest, AHotSetOfSmallVectorsStillChurns) {
   EXPECT_LT(end.pool_bytes_used, end.pool_bytes / 10) << "not the index-bound case";
   EXPECT_GT(end.evictions, mid.evictions) << "nothing evicted";
   EXPECT_GT(end.admissions, mid.admissions + 1000) << "admission stopped";
-  EXPECT_LE(double(h.live), 0.8 * double(h.slots));
+  // The host stops admitting at max_load; a CUDA round may pass it by a
+  // batch until the next round evicts (fl_cache_index_room).
+  EXPECT_LE(double(h.live), 0.8 * double(h.slots) + double(ids.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CacheSweepTest,
