@@ -503,7 +503,7 @@ typedef struct fl_index_health {
   uint64_t tombstones; /* keys with no vector: probes go past them */
   uint64_t never_used; /* slots where a probe stops */
   double miss_probe;   /* mean slots a miss reads: from a home slot, taken uniformly,
-                          to the first never-used slot, at most 128 */
+                          to the first never-used slot, at most 1024 */
 } fl_index_health;
 
 /* Scans every index slot, on CUDA from a copy in host memory: milliseconds

@@ -340,7 +340,7 @@ TEST_P(CacheSweepTest, ChurnKeepsMissProbesShort) {
     EXPECT_EQ(h.live, s.index_entries);
     EXPECT_EQ(h.live + h.tombstones + h.never_used, h.slots);
     // Every slot that is not live would be a tombstone by now without the
-    // sweep, and a miss would walk 128 slots.
+    // sweep, and a miss would walk FL_PROBE_LIMIT slots.
     EXPECT_GT(h.never_used, (h.slots - h.live) / 2) << h.tombstones << " tombstones";
     EXPECT_LT(h.miss_probe, load < 0.6 ? 4.0 : 16.0);
     printf("max_load %.1f: %llu slots, %llu live, %llu tombstones, %llu never used; a miss reads %.2f\n",
