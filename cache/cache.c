@@ -23,11 +23,11 @@ void fl_config_default(fl_config *cfg) {
   cfg->key_bits = 64;
   cfg->encoding = FL_ENCODING_SIZE_AWARE;
   cfg->budget_bytes = 1ull << 30;
-  cfg->max_load = 0.8;
+  cfg->max_load = 0.5;
   cfg->admit_probability = 0.5;
   cfg->admit_policy = FL_ADMIT_TINYLFU;
-  cfg->high_watermark = 0.985;
-  cfg->low_watermark = 0.96;
+  cfg->high_watermark = 0.98;
+  cfg->low_watermark = 0.95;
   cfg->seed = 0x5eed;
   cfg->missing = FL_MISSING_ZERO;
   cfg->zero_copy_rows = FL_ZERO_COPY_AUTO;

@@ -31,7 +31,7 @@
  * - Probing stops after FL_PROBE_LIMIT slots, for inserts too, so lookups are
  *   bounded whatever the table holds; an insert that finds no slot in reach
  *   is simply not admitted. The limit is far beyond a typical probe (a miss
- *   reads about 12 slots at the default max_load 0.8, 2.4 at 0.5: replay on
+ *   reads 2.4 slots at the default max_load 0.5, about 12 at 0.8: replay on
  *   the H100), because linear probing's longest clusters at load 0.8 run to
  *   hundreds of slots: at 128, the keys homed early in them could never be
  *   admitted, and the replay's floor batch never hit on every lookup.

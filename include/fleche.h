@@ -294,13 +294,13 @@ typedef struct fl_config {
   uint32_t key_bits;        /* flat key width, 64 (default) or 32 */
   fl_encoding_scheme encoding; /* default SIZE_AWARE */
   uint64_t budget_bytes;    /* cache memory, index plus slab pool, default 1 GiB */
-  double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.8 */
+  double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.5 */
   double admit_probability; /* a missed vector enters the cache with this probability per
                                missed lookup (1 - (1-p)^k for k lookups in one batch),
                                default 0.5; FL_ADMIT_COIN only */
   fl_admit_policy admit_policy; /* default FL_ADMIT_TINYLFU */
-  double high_watermark;    /* pool use fraction that starts eviction, default 0.985 */
-  double low_watermark;     /* eviction stops under this fraction, default 0.96 */
+  double high_watermark;    /* pool use fraction that starts eviction, default 0.98 */
+  double low_watermark;     /* eviction stops under this fraction, default 0.95 */
   uint64_t unified_entries; /* index entries pointing into the store, default 0 */
   uint64_t seed;            /* admission coin seed, default 0x5eed */
   uint32_t host_threads;    /* host backend threads, 0 = all cores (CUDA: not used; misses

@@ -45,8 +45,8 @@ class Cache(_Owner):
 
     Keyword arguments map to fl_config fields; None keeps the library default
     (fl_config_default): budget_bytes 1 GiB, admit_policy "tinylfu",
-    admit_probability 0.5 (the coin's), key_bits 64, max_load 0.8, watermarks
-    0.985/0.96, unified_entries 0, host_threads 0 (all
+    admit_probability 0.5 (the coin's), key_bits 64, max_load 0.5, watermarks
+    0.98/0.95, unified_entries 0, host_threads 0 (all
     cores), seed 0x5eed, zero_copy_rows fleche.ZERO_COPY_AUTO (CUDA: batches with
     at most that many distinct misses of dense tables read them in place from
     the store; AUTO: the cache times both paths at create and picks the count,
