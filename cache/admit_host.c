@@ -50,8 +50,9 @@ static void count_batch(fl_part *p, const candidate *cand, uint64_t k) {
 
 /* Admits the batch's unique rows: winners of the admission rule
  * (admit_rule.h) in priority order (most frequent in the batch first)
- * while the pool has slots and the index room (fl_cache_index_room), then pointers for store misses that stayed
- * out, while the unified index has room. Under c->lock. */
+ * while the pool has slots and the index room (fl_cache_index_room), then
+ * pointers for store misses that stayed out, while the unified index has
+ * room. Under c->lock. */
 static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   fl_part *p = &c->parts[x->part];
   fl_status st = fl_cache_make_room(c, x->part, 0);

@@ -121,9 +121,9 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
  * (less the slots unified entries may take): the host's admissions stop
  * there. A CUDA round admits what its reservoirs hold, and evicts first
  * for the index (fl_cache_evict_want): its index may pass max_load by up
- * to a batch's admissions, until the next round. Bounding the reservoirs
- * by this room instead starved classes of a part under memcheck's timing
- * (ChurnRecyclesEverySlab), and the replay's floor batch never fit. */
+ * to a batch's admissions, until the next round. The reservoirs are not
+ * bounded by this room: a class holding more slots than it uses would keep
+ * the others from filling (ChurnRecyclesEverySlab under memcheck). */
 uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part);
 /* The cached entries make_room would evict from part p now (0: none). */
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);

@@ -93,6 +93,19 @@ void CheckChainAt(uint64_t home) {
 }
 
 TEST(IndexSweep, AnErasedKeysRunGoesOnlyWhenNoLiveKeyFollowsIt) { CheckChainAt(10); }
+
+// A run of tombstones ending at a never-used slot goes back to the live key
+// before it, and the sweep says how many slots it emptied.
+TEST(IndexSweep, ARunSweepsBackToTheLiveKeyBeforeIt) {
+  HostIndex x(64);
+  std::vector<uint64_t> k = x.KeysHomedAt(20, 4);
+  for (uint64_t key : k) ASSERT_EQ(fl_index_insert(&x.v, key, Loc(key), 1), FL_INSERT_DONE);
+  for (uint64_t i = 21; i < 24; i++) ASSERT_NE(fl_index_erase_slot(&x.v, i), FL_LOC_NONE);
+  EXPECT_EQ(fl_index_sweep_run(&x.v, 23), 3u);
+  for (uint64_t i = 21; i < 24; i++) EXPECT_EQ(fl_index_slot_state(&x.v, i), FL_SLOT_EMPTY) << i;
+  EXPECT_TRUE(Found(x.v, k[0]));
+  EXPECT_EQ(fl_index_sweep_run(&x.v, 20), 0u) << "a live key was swept";
+}
 TEST(IndexSweep, RunsThatWrapAroundTheEnd) { CheckChainAt(63); }
 
 // A table of nothing but tombstones and live keys has no slot to stop at:
@@ -279,6 +292,18 @@ class CacheSweepTest : public testing::TestWithParam<Param> {
   fl::Store store_;
   std::unordered_map<uint64_t, float> written_;
 };
+
+TEST_P(CacheSweepTest, HealthNeedsACacheAndAnOutput) {
+  fl::Cache c = Make(1 << 20, 0.5);
+  ASSERT_TRUE(c);
+  fl_index_health h;
+  EXPECT_EQ(fl_cache_index_health(nullptr, &h), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_index_health(c.get(), nullptr), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("fl_cache_index_health"), std::string::npos);
+  h = Health(c.get());
+  EXPECT_EQ(h.never_used, h.slots);
+  EXPECT_EQ(h.miss_probe, 1.0);
+}
 
 // Three ids whose keys share a home slot sit one after another; a write to
 // the middle one invalidates it, and the last must still hit. When the last
