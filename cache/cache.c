@@ -20,10 +20,10 @@ void fl_config_default(fl_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->backend = FL_BACKEND_AUTO;
   cfg->layout = FL_LAYOUT_FLAT;
-  cfg->key_bits = 64;
+  cfg->key_bits = FL_KEY_BITS_AUTO;
   cfg->encoding = FL_ENCODING_SIZE_AWARE;
   cfg->budget_bytes = 1ull << 30;
-  cfg->max_load = 0.5;
+  cfg->max_load = 0.6;
   cfg->admit_probability = 0.5;
   cfg->admit_policy = FL_ADMIT_TINYLFU;
   cfg->high_watermark = 0.98;
@@ -34,9 +34,9 @@ void fl_config_default(fl_config *cfg) {
 }
 
 static fl_status check_config(const fl_config *cfg) {
-  if (cfg->key_bits != 32 && cfg->key_bits != 64)
-    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.key_bits is %u: must be 32 or 64",
-                   cfg->key_bits);
+  if (cfg->key_bits != FL_KEY_BITS_AUTO && cfg->key_bits != 32 && cfg->key_bits != 64)
+    return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT,
+                   "config.key_bits is %u: must be 32, 64 or FL_KEY_BITS_AUTO (0)", cfg->key_bits);
   if (!(cfg->max_load > 0.0 && cfg->max_load <= 0.95))
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "config.max_load is %g: must be in (0, 0.95]",
                    cfg->max_load);
@@ -76,7 +76,9 @@ static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
 }
 
 /* Bytes of index per slot: key, location, version, timestamp. */
-static uint64_t slot_bytes(uint32_t key_bits) { return FL_INDEX_SLOT_BYTES(key_bits); }
+static uint64_t slot_bytes(const fl_cache *c) {
+  return FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits);
+}
 
 /* Splits `budget` between one part's index and pool: enough slots that a full
  * pool of vectors of the part's mean size (tables weighted by corpus) stays at
@@ -85,7 +87,7 @@ static uint64_t slot_bytes(uint32_t key_bits) { return FL_INDEX_SLOT_BYTES(key_b
 static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double mean_slot,
                            uint32_t max_slot) {
   fl_part *p = &c->parts[part];
-  uint64_t ib = slot_bytes(c->fixed.cfg.key_bits);
+  uint64_t ib = slot_bytes(c);
   double per_slot = c->fixed.cfg.max_load * mean_slot + (double)ib;
   uint64_t slots = (uint64_t)((double)budget / per_slot) + 1;
   uint64_t index_bytes = fl_align_up(slots * ib, 256);
@@ -105,7 +107,7 @@ static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double m
  * table's corpus bytes, capped at what caching all of it would take, with
  * what the caps free going to the others. */
 static void split_per_table(fl_cache *c, uint64_t *share) {
-  uint64_t ib = slot_bytes(c->fixed.cfg.key_bits);
+  uint64_t ib = slot_bytes(c);
   double *need = calloc(c->fixed.n_tables, sizeof *need);
   int *capped = calloc(c->fixed.n_tables, sizeof *capped);
   double left = (double)c->fixed.cfg.budget_bytes;
@@ -180,13 +182,11 @@ static fl_status alloc_parts(fl_cache *c) {
                                      sizes, n_cls) != 0)
       st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory for the slab pool");
     if (st != FL_OK) break;
-    /* Index arrays, widest first so each stays aligned. */
-    uint8_t *m = p->index_mem;
     p->index.slots = p->slots;
     p->index.key_bits = c->fixed.cfg.key_bits;
-    p->index.locs = (uint64_t *)m;
-    p->index.kv = m + p->slots * 8;
-    p->index.ts = c->fixed.cfg.key_bits == 32 ? (uint32_t *)(m + p->slots * 16) : NULL;
+    p->index.loc_bits = c->fixed.loc_bits;
+    p->index.loc_base = (uint64_t)(uintptr_t)p->pool_mem;
+    fl_index_place(&p->index, p->index_mem);
     st = fl_maint_index_reset(c, p);
     if (st == FL_OK) st = fl_freq_create(c, p, bytes / rows);
     if (st == FL_OK && c->fixed.backend == FL_BACKEND_CUDA) st = fl_round_create(c, part);
@@ -251,6 +251,26 @@ static void on_store_change(void *ctx, uint32_t table, const uint64_t *ids, size
   free(keys);
 }
 
+/* The flat keys' encoding. FL_KEY_BITS_AUTO takes 32-bit keys when they
+ * encode every table losslessly (the same answers as 64-bit keys, with a
+ * smaller index: more vectors in the same budget), else 64. */
+static fl_status make_encoding(const fl_table_desc *descs, uint32_t n, const fl_config *cfg,
+                               fl_encoding **out) {
+  if (cfg->key_bits != FL_KEY_BITS_AUTO)
+    return fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, out);
+  fl_status st = fl_encoding_create(descs, n, 32, cfg->encoding, out);
+  if (st == FL_OK && fl_encoding_lossless(*out)) return FL_OK;
+  fl_encoding_destroy(*out);
+  *out = NULL;
+  return fl_encoding_create(descs, n, 64, cfg->encoding, out);
+}
+
+/* 32-bit locations (cache/index.h) when the cache has no unified-index
+ * pointers and every pool is within their reach. */
+static uint32_t index_loc_bits(const fl_config *cfg) {
+  return cfg->unified_entries == 0 && cfg->budget_bytes <= FL_LOC32_MAX_POOL ? 32 : 64;
+}
+
 fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
   if (!store || !cfg || !out)
     return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_create: store, cfg and out must be non-NULL");
@@ -281,7 +301,7 @@ fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
                             .seed = cfg->seed,
                             .threshold = fl_admit_threshold(cfg->admit_probability)};
   for (uint32_t t = 0; t < n; t++) descs[t] = *fl_store_desc(store, t);
-  st = fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, &c->encoding);
+  st = make_encoding(descs, n, cfg, &c->encoding);
   if (st != FL_OK) {
     free(descs);
     fl_cache_destroy(c);
@@ -304,6 +324,8 @@ fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {
     fl_cache_destroy(c);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
+  c->fixed.cfg.key_bits = fl_encoding_key_bits(c->encoding);
+  c->fixed.loc_bits = index_loc_bits(cfg);
   const fl_code *codes = fl_encoding_codes(c->encoding);
   for (uint32_t t = 0; t < n; t++) {
     fl_table_info *ti = &c->fixed.tables[t];
@@ -398,6 +420,12 @@ fl_status fl_cache_clear(fl_cache *c) {
 
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
+  if (n > 0 && c->fixed.loc_bits == 32)
+    return fl_fail(c, FL_ERR_UNSUPPORTED,
+                   "fl_cache_set_unified_entries(%llu): the cache was created with "
+                   "unified_entries 0, so its index has 32-bit locations, which cannot point "
+                   "into the store; create it with unified_entries > 0",
+                   (unsigned long long)n);
   rounds_launched(c);
   pthread_mutex_lock(&c->lock);
   __atomic_store_n(&c->fixed.cfg.unified_entries, n, __ATOMIC_RELAXED); /* read outside the lock */

@@ -88,7 +88,7 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
  * vectors' share of the budget shrinks by the index bytes it takes. */
 static double unified_reserve(const fl_cache *c, uint32_t part) {
   double r = (double)fl_cache_unified_limit(c, part) *
-             FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits) / c->fixed.cfg.max_load;
+             FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits) / c->fixed.cfg.max_load;
   double cap = (double)c->parts[part].pool.bytes;
   return r < cap ? r : cap;
 }

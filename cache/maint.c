@@ -120,10 +120,7 @@ fl_status fl_maint_census(fl_cache *c, fl_part *p, fl_index_health *out) {
       free(copy);
       return fl_fail(c, FL_ERR_CUDA, "copying the index for its census: %s", cudaGetErrorString(e));
     }
-    uint8_t *base = p->index_mem;
-    v.locs = (uint64_t *)(copy + ((uint8_t *)p->index.locs - base));
-    v.kv = copy + ((uint8_t *)p->index.kv - base);
-    v.ts = p->index.ts ? (uint32_t *)(copy + ((uint8_t *)p->index.ts - base)) : NULL;
+    fl_index_place(&v, copy);
   }
   uint64_t stop = v.slots;
   for (uint64_t i = 0; i < v.slots; i++) {

@@ -32,7 +32,8 @@ struct fl_courier;
 
 /* What fl_cache_create fixes for the cache's life. */
 typedef struct fl_cache_fixed {
-  fl_config cfg;
+  fl_config cfg;              /* key_bits resolved: 32 or 64 */
+  uint32_t loc_bits;          /* the index's location width (cache/index.h) */
   fl_backend backend;         /* resolved: HOST or CUDA */
   fl_store *store;
   uint32_t n_tables;

@@ -24,6 +24,7 @@
  * mutant 11 host cuda: TinyLFU forgets the evicted entries' frequency: every missed row is admitted (cache/admit_rule.h)
  * mutant 12 host cuda: the tombstone sweep empties a slot on a live key's chain (cache/index.h)
  * mutant 13 host cuda: eviction ignores the index's load: rows smaller than the mean fill it, and admission stops (cache/evict.c)
+ * mutant 14 host cuda: a 32-bit location decodes one 16-byte unit off: a hit serves bytes of the wrong place (cache/index.h)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

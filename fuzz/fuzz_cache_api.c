@@ -166,12 +166,18 @@ static void draw_config(fuzz_bytes *b, fl_config *cfg) {
   cfg->missing = k & 16 ? FL_MISSING_ERROR : FL_MISSING_ZERO;
   cfg->budget_bytes = budgets[(k >> 5) & 3];
   cfg->encoding = k & 128 ? FL_ENCODING_FIXED : FL_ENCODING_SIZE_AWARE;
+  /* The second byte: pointers into the store allowed from the start (the
+   * index's 64-bit locations), and the key width left to the cache. */
+  uint32_t u = (uint32_t)fuzz_take(b, 1);
+  cfg->unified_entries = u & 1;
+  if (u & 2) cfg->key_bits = FL_KEY_BITS_AUTO;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
   fuzz_bytes b = {d, n};
   state x = {0};
   draw_config(&b, &x.cfg);
+  x.unified = x.cfg.unified_entries;
   FUZZ_CHECK(fl_store_create(kTables, N_TABLES, 1, &x.s) == FL_OK, "%s",
              fl_store_last_error(NULL));
   FUZZ_CHECK(fl_store_fill_synthetic(x.s, 0, 7) == FL_OK && fl_store_fill_synthetic(x.s, 1, 7) ==
@@ -202,10 +208,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
         fuzz_status("fl_cache_clear", fl_cache_clear(x.c), FUZZ_ST(FL_OK), fl_cache_last_error(x.c));
         break;
       case 8:
-        x.unified = fuzz_below(&b, 64);
-        fuzz_status("fl_cache_set_unified_entries", fl_cache_set_unified_entries(x.c, x.unified),
-                    FUZZ_ST(FL_OK), fl_cache_last_error(x.c));
+      {
+        /* A cache created without pointers has no room for them. */
+        uint64_t want = fuzz_below(&b, 64);
+        int refused = want > 0 && x.cfg.unified_entries == 0;
+        fuzz_status("fl_cache_set_unified_entries", fl_cache_set_unified_entries(x.c, want),
+                    refused ? FUZZ_ST(FL_ERR_UNSUPPORTED) : FUZZ_ST(FL_OK), fl_cache_last_error(x.c));
+        if (!refused) x.unified = want;
         break;
+      }
       default: op_stats(&x); break;
     }
   }

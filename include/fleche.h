@@ -291,17 +291,21 @@ typedef struct fl_config {
   fl_backend backend;       /* default AUTO; env FL_BACKEND=host|cuda overrides AUTO */
   int device;               /* CUDA device ordinal, default 0 */
   fl_layout layout;         /* default FLAT */
-  uint32_t key_bits;        /* flat key width, 64 (default) or 32 */
+  uint32_t key_bits;        /* flat key width, 32 or 64; default FL_KEY_BITS_AUTO: 32 when
+                               that encodes every table losslessly, else 64 */
   fl_encoding_scheme encoding; /* default SIZE_AWARE */
   uint64_t budget_bytes;    /* cache memory, index plus slab pool, default 1 GiB */
-  double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.5 */
+  double max_load;          /* index slots = vectors the pool can hold / max_load; default 0.6 */
   double admit_probability; /* a missed vector enters the cache with this probability per
                                missed lookup (1 - (1-p)^k for k lookups in one batch),
                                default 0.5; FL_ADMIT_COIN only */
   fl_admit_policy admit_policy; /* default FL_ADMIT_TINYLFU */
   double high_watermark;    /* pool use fraction that starts eviction, default 0.98 */
   double low_watermark;     /* eviction stops under this fraction, default 0.95 */
-  uint64_t unified_entries; /* index entries pointing into the store, default 0 */
+  uint64_t unified_entries; /* index entries pointing into the store, default 0; at 0
+                               the index has no room for such pointers (32-bit
+                               locations, 4 bytes a slot less): set it > 0 to change
+                               it later with fl_cache_set_unified_entries */
   uint64_t seed;            /* admission coin seed, default 0x5eed */
   uint32_t host_threads;    /* host backend threads, 0 = all cores (CUDA: not used; misses
                                are gathered on the store's threads) */
@@ -321,6 +325,9 @@ typedef struct fl_config {
                                zero-copy reads when it cannot. 0: never (nothing
                                registered) */
 } fl_config;
+
+/* cfg.key_bits: the cache picks the width (the default). */
+#define FL_KEY_BITS_AUTO 0u
 
 /* cfg.zero_copy_rows: the cache calibrates the limit itself (the default). */
 #define FL_ZERO_COPY_AUTO UINT64_MAX
@@ -426,7 +433,9 @@ fl_status fl_cache_sync(fl_cache *c);
 fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries);
 
 /* Sets how many index entries may point into the store (the unified index).
- * Thread-safe with queries. */
+ * FL_ERR_UNSUPPORTED for n > 0 when the cache was created with
+ * cfg.unified_entries 0 (its index has no room for pointers). Thread-safe with
+ * queries. */
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n);
 /* Drops every cached entry (slabs are reclaimed after in-flight queries). */
 fl_status fl_cache_clear(fl_cache *c);

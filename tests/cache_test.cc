@@ -1585,6 +1585,45 @@ TEST_P(CacheTest, BudgetIsRespected) {
   }
 }
 
+// Index bytes per slot, from the statistics (index_bytes is rounded up to 256).
+uint64_t SlotBytes(const fl_cache_stats &s) { return s.index_bytes / s.index_slots; }
+
+// The index takes the smallest slot its cache allows (cache/index.h): 32-bit
+// locations unless unified-index pointers were asked for at creation, and
+// then no pointer can be made; the cache keeps answering.
+TEST_P(CacheTest, TheIndexTakesTheSmallestSlotItCan) {
+  const uint64_t narrow = GetParam().key_bits == 32 ? 16 : 20;
+  fl::Cache c = MakeCache(Config(1 << 20));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(SlotBytes(Stats(c.get())), narrow);
+  fl_config cfg = Config(1 << 20);
+  cfg.unified_entries = 1 << 10;
+  fl::Cache wide = MakeCache(cfg);
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(SlotBytes(Stats(wide.get())), narrow + 4);
+  // This store has a hashed table: 32-bit keys would fold its ids.
+  cfg = Config(1 << 20);
+  cfg.key_bits = FL_KEY_BITS_AUTO;
+  fl::Cache picked = MakeCache(cfg);
+  ASSERT_NE(picked, nullptr);
+  EXPECT_EQ(SlotBytes(Stats(picked.get())), 20u);
+
+  EXPECT_EQ(fl_cache_set_unified_entries(c.get(), 10), FL_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("unified_entries"), std::string::npos)
+      << fl_cache_last_error(c.get());
+  FL_ASSERT_OK_CACHE(fl_cache_set_unified_entries(c.get(), 0), c.get());
+  std::mt19937_64 rng(5);
+  auto ids = Ids(rng, 300);
+  for (int round = 0; round < 3; round++) {
+    QueryAndCheck(c.get(), ids, nullptr, false);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());  // CUDA: admitted after fl_query returns
+  }
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_EQ(s.unified_entries, 0u);
+  EXPECT_EQ(s.dram_hits, 0u);
+  EXPECT_GT(s.hits, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, CacheTest,
     testing::Values(Param{FL_BACKEND_HOST, FL_LAYOUT_FLAT, 64}, Param{FL_BACKEND_HOST, FL_LAYOUT_FLAT, 32},
@@ -1592,6 +1631,35 @@ INSTANTIATE_TEST_SUITE_P(
                     Param{FL_BACKEND_CUDA, FL_LAYOUT_FLAT, 64}, Param{FL_BACKEND_CUDA, FL_LAYOUT_FLAT, 32},
                     Param{FL_BACKEND_CUDA, FL_LAYOUT_PER_TABLE, 64}),
     Name);
+
+// By default a cache over tables whose ids all fit 32-bit keys takes them:
+// with 32-bit locations, 16 index bytes a slot instead of 24, so more of the
+// budget holds vectors.
+TEST(CacheConfig, ThirtyTwoBitKeysWhenEveryTableFitsThem) {
+  std::vector<fl_table_desc> t = Tables();
+  t.pop_back();  // the hashed table
+  fl_store *s = nullptr;
+  ASSERT_EQ(fl_store_create(t.data(), (uint32_t)t.size(), 1, &s), FL_OK);
+  fl::Store store(s);
+  fl_config cfg;
+  fl_config_default(&cfg);
+  EXPECT_EQ(cfg.key_bits, FL_KEY_BITS_AUTO);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.budget_bytes = 1 << 20;
+  fl_cache *c = nullptr;
+  ASSERT_EQ(fl_cache_create(s, &cfg, &c), FL_OK) << fl_cache_last_error(nullptr);
+  fl::Cache cache(c);
+  fl_cache_stats st;
+  ASSERT_EQ(fl_cache_stats_get(c, &st, nullptr, 0), FL_OK);
+  EXPECT_EQ(SlotBytes(st), 16u);
+  cfg.key_bits = 64;
+  ASSERT_EQ(fl_cache_create(s, &cfg, &c), FL_OK) << fl_cache_last_error(nullptr);
+  fl::Cache wide(c);
+  fl_cache_stats st64;
+  ASSERT_EQ(fl_cache_stats_get(c, &st64, nullptr, 0), FL_OK);
+  EXPECT_EQ(SlotBytes(st64), 20u);
+  EXPECT_GT(st.pool_bytes, st64.pool_bytes);
+}
 
 TEST(CacheConfig, BadConfigsGetAClearStatus) {
   std::vector<fl_table_desc> t = Tables();
@@ -1629,6 +1697,10 @@ TEST(CacheConfig, BadConfigsGetAClearStatus) {
   cfg.admit_policy = (fl_admit_policy)7;
   expect(FL_ERR_INVALID_ARGUMENT, "admit_policy");
   EXPECT_EQ(fl_cache_create(nullptr, &cfg, &c), FL_ERR_INVALID_ARGUMENT);
+  fl_config_default(&cfg);
+  cfg.backend = FL_BACKEND_HOST;
+  cfg.key_bits = 33;
+  expect(FL_ERR_INVALID_ARGUMENT, "FL_KEY_BITS_AUTO");
   if (fl_cuda_device_count() == 0) {
     fl_config_default(&cfg);
     cfg.backend = FL_BACKEND_CUDA;

@@ -119,7 +119,7 @@ TEST(AgeBucket, NeverHitEntriesAgeFaster) {
 TEST(AgeBucket, InsertStartsOnProbationAndAHitEndsIt) {
   std::vector<uint64_t> kv(2 * 64, FL_KEY_EMPTY(64)), locs(64, FL_LOC_NONE);
   for (size_t i = 0; i < 64; i++) kv[2 * i + 1] = 0;
-  fl_index_view v{kv.data(), locs.data(), nullptr, 64, 64};
+  fl_index_view v{kv.data(), locs.data(), nullptr, 64, 64, 64, 0};
   ASSERT_EQ(fl_index_insert(&v, 77, 0x1000, 5), FL_INSERT_DONE);
   uint64_t loc = 0;
   int64_t s = fl_index_find(&v, 77, &loc);

@@ -1,5 +1,5 @@
-// index_sweep_test.cc: the tombstone sweep (cache/index.h). Its logic on a
-// hand-built index; then, through the public API on the host backend and on
+// index_sweep_test.cc: the index's slot layouts and its tombstone sweep
+// (cache/index.h). Their logic on hand-built indexes of every layout; then, through the public API on the host backend and on
 // CUDA (fl_cache_index_health), that an invalidation keeps the keys after it
 // on their chain found, and that a churned cache keeps its never-used slots,
 // so misses stop probing early.
@@ -43,13 +43,35 @@ Census Count(const fl_index_view &v) {
   return c;
 }
 
-// An index of 64-bit keys in host vectors.
+// One of the index's four layouts (cache/index.h).
+struct Layout {
+  uint32_t key_bits, loc_bits;
+};
+
+std::string LayoutName(const testing::TestParamInfo<Layout> &p) {
+  return "Key" + std::to_string(p.param.key_bits) + "Loc" + std::to_string(p.param.loc_bits);
+}
+
+// Where unit 0 of a 32-bit location is: any 16-byte aligned address.
+constexpr uint64_t kLocBase = 0x7f0000000000ull;
+
+// An index in host memory, every slot never-used.
 struct HostIndex {
-  std::vector<uint64_t> kv, locs;
-  fl_index_view v;
-  explicit HostIndex(uint64_t slots) : kv(2 * slots, 0), locs(slots, FL_LOC_NONE) {
-    for (uint64_t i = 0; i < slots; i++) kv[2 * i] = FL_KEY_EMPTY(64);
-    v = {kv.data(), locs.data(), nullptr, slots, 64};
+  std::vector<uint64_t> mem;
+  fl_index_view v{};
+  HostIndex(uint64_t slots, Layout l = {64, 64})
+      : mem((slots * FL_INDEX_SLOT_BYTES(l.key_bits, l.loc_bits) + 7) / 8, 0x5a5a5a5a5a5a5a5aull) {
+    v.slots = slots;
+    v.key_bits = l.key_bits;
+    v.loc_bits = l.loc_bits;
+    v.loc_base = kLocBase;
+    fl_index_place(&v, mem.data());
+    for (uint64_t i = 0; i < slots; i++) fl_index_clear_slot(&v, i);
+  }
+  // Keys that fit the key width (never the empty key).
+  uint64_t Key(uint64_t n) const {
+    uint64_t k = n * 0x9e3779b97f4a7c15ull >> 8;
+    return v.key_bits == 32 ? k % 0xfffffff0ull + 1 : k;
   }
   std::vector<uint64_t> KeysHomedAt(uint64_t home, size_t n) const {
     std::vector<uint64_t> keys;
@@ -59,17 +81,70 @@ struct HostIndex {
   }
 };
 
-uint64_t Loc(uint64_t key) { return key << 4; }  // even: a slab address
+// A slab address for the key: 16-byte aligned, within a 32-bit location's
+// reach of kLocBase, never 0.
+uint64_t Loc(uint64_t key) { return kLocBase + ((key % (1ull << 30)) << 4); }
 
 bool Found(const fl_index_view &v, uint64_t key) {
   uint64_t loc = 0;
   return fl_index_find(&v, key, &loc) >= 0 && loc == Loc(key);
 }
 
+class IndexLayout : public testing::TestWithParam<Layout> {};
+
+// Every field of every slot holds its own value: the arrays fl_index_place
+// lays out neither overlap nor leave the slot's bytes.
+TEST_P(IndexLayout, EachSlotsFieldsAreItsOwn) {
+  const uint64_t slots = 1000;
+  HostIndex x(slots, GetParam());
+  const fl_index_view &v = x.v;
+  for (uint64_t i = 0; i < slots; i++) {
+    fl_index_set_key(&v, i, i + 1);
+    *fl_index_ver(&v, i) = uint32_t(2 * i);
+    *fl_index_ts(&v, i) = uint32_t(3 * i + 1);
+    fl_index_set_loc(&v, i, kLocBase + 16 * (i + 7));
+  }
+  for (uint64_t i = 0; i < slots; i++) {
+    EXPECT_EQ(fl_index_key(&v, i), i + 1) << i;
+    EXPECT_EQ(*fl_index_ver(&v, i), uint32_t(2 * i)) << i;
+    EXPECT_EQ(*fl_index_ts(&v, i), uint32_t(3 * i + 1)) << i;
+    EXPECT_EQ(fl_index_loc(&v, i), kLocBase + 16 * (i + 7)) << i;
+  }
+  // Nothing past the last slot's bytes was written.
+  size_t used = slots * FL_INDEX_SLOT_BYTES(GetParam().key_bits, GetParam().loc_bits);
+  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(x.mem.data());
+  for (size_t b = used; b < x.mem.size() * 8; b++) EXPECT_EQ(bytes[b], 0x5a) << b;
+}
+
+// The first and the last unit a 32-bit location reaches come back as they
+// went in; a DRAM pointer cannot go into one, and the index stays as it was.
+TEST_P(IndexLayout, LocationsAtTheEdgesOfTheirReach) {
+  HostIndex x(64, GetParam());
+  const uint64_t last = kLocBase + FL_LOC32_MAX_POOL - 16;
+  ASSERT_EQ(fl_index_insert(&x.v, 5, kLocBase, 1), FL_INSERT_DONE);
+  ASSERT_EQ(fl_index_insert(&x.v, 6, last, 1), FL_INSERT_DONE);
+  uint64_t loc = 0;
+  ASSERT_GE(fl_index_find(&x.v, 5, &loc), 0);
+  EXPECT_EQ(loc, kLocBase);
+  ASSERT_GE(fl_index_find(&x.v, 6, &loc), 0);
+  EXPECT_EQ(loc, last);
+  uint64_t dram = 0x1230 | FL_LOC_DRAM_BIT;
+  if (GetParam().loc_bits == 32) {
+    EXPECT_EQ(fl_index_insert(&x.v, 7, dram, 1), FL_INSERT_FULL);
+    EXPECT_LT(fl_index_find(&x.v, 7, &loc), 0);
+    for (uint64_t i = 0; i < 64; i++)
+      if (fl_index_key(&x.v, i) == 7) ADD_FAILURE() << "the refused key took slot " << i;
+  } else {
+    EXPECT_EQ(fl_index_insert(&x.v, 7, dram, 1), FL_INSERT_DONE);
+    ASSERT_GE(fl_index_find(&x.v, 7, &loc), 0);
+    EXPECT_EQ(loc, dram);
+  }
+}
+
 // A tombstone with a live key after it on its chain stays; once the chain's
 // last key goes, its erase empties the whole run back to the live key before.
-void CheckChainAt(uint64_t home) {
-  HostIndex x(64);
+void CheckChainAt(uint64_t home, Layout l) {
+  HostIndex x(64, l);
   std::vector<uint64_t> k = x.KeysHomedAt(home, 3);
   for (uint64_t key : k) ASSERT_EQ(fl_index_insert(&x.v, key, Loc(key), 1), FL_INSERT_DONE);
   auto slot = [&](int d) { return (home + d) % 64; };
@@ -92,12 +167,12 @@ void CheckChainAt(uint64_t home) {
   EXPECT_TRUE(Found(x.v, k[2]));
 }
 
-TEST(IndexSweep, AnErasedKeysRunGoesOnlyWhenNoLiveKeyFollowsIt) { CheckChainAt(10); }
+TEST_P(IndexLayout, AnErasedKeysRunGoesOnlyWhenNoLiveKeyFollowsIt) { CheckChainAt(10, GetParam()); }
 
 // A run of tombstones ending at a never-used slot goes back to the live key
 // before it, and the sweep says how many slots it emptied.
-TEST(IndexSweep, ARunSweepsBackToTheLiveKeyBeforeIt) {
-  HostIndex x(64);
+TEST_P(IndexLayout, ARunSweepsBackToTheLiveKeyBeforeIt) {
+  HostIndex x(64, GetParam());
   std::vector<uint64_t> k = x.KeysHomedAt(20, 4);
   for (uint64_t key : k) ASSERT_EQ(fl_index_insert(&x.v, key, Loc(key), 1), FL_INSERT_DONE);
   for (uint64_t i = 21; i < 24; i++) ASSERT_NE(fl_index_erase_slot(&x.v, i), FL_LOC_NONE);
@@ -106,12 +181,12 @@ TEST(IndexSweep, ARunSweepsBackToTheLiveKeyBeforeIt) {
   EXPECT_TRUE(Found(x.v, k[0]));
   EXPECT_EQ(fl_index_sweep_run(&x.v, 20), 0u) << "a live key was swept";
 }
-TEST(IndexSweep, RunsThatWrapAroundTheEnd) { CheckChainAt(63); }
+TEST_P(IndexLayout, RunsThatWrapAroundTheEnd) { CheckChainAt(63, GetParam()); }
 
 // A table of nothing but tombstones and live keys has no slot to stop at:
 // nothing is swept, and every key stays found.
-TEST(IndexSweep, NothingGoesWithoutANeverUsedSlot) {
-  HostIndex x(16);
+TEST_P(IndexLayout, NothingGoesWithoutANeverUsedSlot) {
+  HostIndex x(16, GetParam());
   std::vector<uint64_t> keys;
   for (uint64_t k = 1; keys.size() < 16; k++)
     if (fl_index_insert(&x.v, k, Loc(k), 1) == FL_INSERT_DONE) keys.push_back(k);
@@ -123,15 +198,15 @@ TEST(IndexSweep, NothingGoesWithoutANeverUsedSlot) {
 // Churn as a cache's eviction makes it: fill to a load, tombstone a random
 // twentieth, sweep (or not), again. Every live key stays found with its
 // location and appears once; with the sweep, never-used slots stay.
-Census Churn(double load, bool sweep, uint64_t seed) {
+Census Churn(double load, bool sweep, uint64_t seed, Layout l) {
   const uint64_t slots = 8192;
-  HostIndex x(slots);
+  HostIndex x(slots, l);
   std::mt19937_64 rng(seed);
   std::set<uint64_t> live;
   uint64_t next_key = 1;
   for (int round = 0; round < 600; round++) {
     while (live.size() < uint64_t(load * slots)) {
-      uint64_t key = next_key++ * 0x9e3779b97f4a7c15ull >> 8;
+      uint64_t key = x.Key(next_key++);
       if (fl_index_insert(&x.v, key, Loc(key), 1) != FL_INSERT_DONE) {
         ADD_FAILURE() << "insert found no slot at round " << round;
         return {};
@@ -168,9 +243,9 @@ Census Churn(double load, bool sweep, uint64_t seed) {
   return Count(x.v);
 }
 
-TEST(IndexSweep, ChurnedIndexKeepsItsNeverUsedSlots) {
+TEST_P(IndexLayout, ChurnedIndexKeepsItsNeverUsedSlots) {
   for (double load : {0.5, 0.7}) {
-    Census with = Churn(load, true, 7), without = Churn(load, false, 7);
+    Census with = Churn(load, true, 7, GetParam()), without = Churn(load, false, 7, GetParam());
     SCOPED_TRACE("load " + std::to_string(load));
     EXPECT_EQ(with.live, without.live);
     // Without the sweep, tombstones take the place of nearly every
@@ -186,6 +261,11 @@ TEST(IndexSweep, ChurnedIndexKeepsItsNeverUsedSlots) {
            (unsigned long long)without.tombstones, without.miss_probe);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Layouts, IndexLayout,
+                         testing::Values(Layout{64, 64}, Layout{64, 32}, Layout{32, 64},
+                                         Layout{32, 32}),
+                         LayoutName);
 
 // --- inside a cache, both backends and key widths ---
 
@@ -315,7 +395,7 @@ TEST_P(CacheSweepTest, AnInvalidatedKeysTombstoneKeepsTheKeysAfterItFound) {
   fl_encoding *e = nullptr;
   ASSERT_EQ(fl_encoding_create(&table_, 1, GetParam().key_bits, FL_ENCODING_SIZE_AWARE, &e), FL_OK);
   fl::Encoding enc(e);
-  fl_index_view v{nullptr, nullptr, nullptr, h.slots, GetParam().key_bits};
+  fl_index_view v{nullptr, nullptr, nullptr, h.slots, GetParam().key_bits, 32, 0};
   std::vector<uint64_t> ids;
   uint64_t home = 0;
   for (uint64_t id = 0; ids.size() < 3 && id < kRows; id++) {

@@ -43,7 +43,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
-      "--admit", "--admit-policy", "--max-load", "--watermarks", "--layout", "--backend",
+      "--admit", "--admit-policy", "--max-load", "--key-bits", "--watermarks", "--layout", "--backend",
       "--threads", "--model", "--model-npy", "--model-hugectr", "--store", "--store-ns",
       "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
@@ -101,6 +101,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
     return r > 0 && o->admit > 1 ? fl_opt_bad(a, v, "a probability in [0, 1]") : r;
   }
   if (!strcmp(a, "--max-load")) return fl_opt_double(a, v, 1e-9, &o->max_load);
+  if (!strcmp(a, "--key-bits")) return fl_opt_u32(a, v, &o->key_bits); /* the library checks it */
   if (!strcmp(a, "--watermarks")) {
     char *end;
     o->low_watermark = strtod(v, &end);
@@ -176,6 +177,7 @@ void fl_replay_print_options(FILE *f) {
       "  --admit P           the coin's admission probability [library default]\n"
       "  --admit-policy A    coin|tinylfu (fl_config.admit_policy) [library default]\n"
       "  --max-load F        index load limit (fl_config.max_load) [library default]\n"
+      "  --key-bits N        flat key width, 32 or 64 (fl_config.key_bits) [the cache picks]\n"
       "  --watermarks L,H    pool use fractions where eviction stops and starts\n"
       "                      (fl_config.low_watermark, high_watermark) [library default]\n"
       "  --layout L          flat|per-table [flat]\n"

@@ -118,11 +118,12 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
           steady_median(r, S_FETCH), steady_median(r, S_GATHER), steady_median(r, S_ROWS),
           steady_median(r, S_ADMIT), steady_per_row(r, S_CPU) * 1e6);
   print_floor(f, &r->floor);
-  fprintf(f, "\ncache: budget %.1f MB, pool %.1f/%.1f MB, index %llu/%llu entries (%llu unified), "
-          "%llu admissions, %llu evictions\n",
+  fprintf(f, "\ncache: budget %.1f MB, pool %.1f/%.1f MB, index %llu/%llu entries (%llu unified, "
+          "%.1f MB), %llu admissions, %llu evictions\n",
           (double)r->budget_bytes / 1e6, (double)s->pool_bytes_used / 1e6, (double)s->pool_bytes / 1e6,
           (unsigned long long)s->index_entries, (unsigned long long)s->index_slots,
-          (unsigned long long)s->unified_entries, (unsigned long long)s->admissions,
+          (unsigned long long)s->unified_entries, (double)s->index_bytes / 1e6,
+          (unsigned long long)s->admissions,
           (unsigned long long)s->evictions);
   const fl_index_health *h = &r->health;
   fprintf(f, "index health: %llu live, %llu tombstones, %llu never used; a miss reads %.2f slots\n",

@@ -198,10 +198,15 @@ fl_status fl_tune_run(const fl_workload *w, const fl_replay_opts *o, const fl_tu
   r->budget_bytes = fl_workload_budget(w, o);
   tuner u = {.t = t, .log = log, .r = r};
   fl_runner *rn = NULL;
-  fl_status s = fl_workload_cache(w, o, o->layout, &u.c);
+  /* Created with unified entries, so that its index can hold pointers
+   * (cache/index.h: 64-bit locations); the search starts from none. */
+  fl_replay_opts with_pointers = *o;
+  with_pointers.unified = 1;
+  fl_status s = fl_workload_cache(w, &with_pointers, o->layout, &u.c);
   if (s != FL_OK) return s;
+  s = set_size(&u, 0);
   r->backend = fl_cache_backend(u.c);
-  s = fl_cache_stats_get(u.c, &u.prev, NULL, 0);
+  if (s == FL_OK) s = fl_cache_stats_get(u.c, &u.prev, NULL, 0);
   if (s == FL_OK) {
     r->index_slots = u.prev.index_slots;
     r->step = t->step ? t->step : r->index_slots / 50;

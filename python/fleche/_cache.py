@@ -45,8 +45,9 @@ class Cache(_Owner):
 
     Keyword arguments map to fl_config fields; None keeps the library default
     (fl_config_default): budget_bytes 1 GiB, admit_policy "tinylfu",
-    admit_probability 0.5 (the coin's), key_bits 64, max_load 0.5, watermarks
-    0.98/0.95, unified_entries 0, host_threads 0 (all
+    admit_probability 0.5 (the coin's), key_bits 0 (auto: 32 when every table's
+    ids fit them, else 64), max_load 0.6, watermarks 0.98/0.95,
+    unified_entries 0 (set it > 0 to change it later), host_threads 0 (all
     cores), seed 0x5eed, zero_copy_rows fleche.ZERO_COPY_AUTO (CUDA: batches with
     at most that many distinct misses of dense tables read them in place from
     the store; AUTO: the cache times both paths at create and picks the count,
@@ -360,7 +361,9 @@ class Cache(_Owner):
 
     def set_unified_entries(self, n: int) -> None:
         """Sets how many index entries may point into the store (the unified
-        index; fl_cache_set_unified_entries)."""
+        index; fl_cache_set_unified_entries). Raises Unsupported for n > 0 on a
+        cache created with unified_entries 0: its index has no room for
+        pointers."""
         self._call(L.fl_cache_set_unified_entries, n)
 
     def clear(self) -> None:

@@ -64,13 +64,18 @@ def test_store_stats(store):
 
 def test_reserve_unified_and_sync(store, cache):
     cache.reserve(1 << 16, 4)  # host backend: nothing to do
-    cache.set_unified_entries(100)
-    ids = np.arange(200, dtype=np.uint64)
-    for _ in range(3):
-        np.testing.assert_array_equal(cache.query({"user": ids})["user"], store.gather("user", ids))
-    cache.sync()
-    st = cache.stats()
-    assert st.lookups == st.hits + st.dram_hits + st.misses
+    with pytest.raises(fleche.Unsupported, match="unified_entries"):
+        cache.set_unified_entries(100)  # created with none: no room for pointers
+    with fleche.Cache(store, budget_bytes=8 << 20, backend="host", host_threads=2,
+                      admit_policy="coin", admit_probability=0.0, unified_entries=1) as c:
+        c.set_unified_entries(100)
+        ids = np.arange(200, dtype=np.uint64)
+        for _ in range(3):
+            np.testing.assert_array_equal(c.query({"user": ids})["user"], store.gather("user", ids))
+        c.sync()
+        st = c.stats()
+        assert st.lookups == st.hits + st.dram_hits + st.misses
+        assert 0 < st.dram_hits and st.unified_entries <= 100
 
 
 def test_library_info():
