@@ -2,8 +2,8 @@
 # stress_test.sh: short runs of //tools:stress on the host backend: exit 0, a
 # summary line with rows checked and 0 violations, queries asked each of the
 # three ways (fl_query, prepared run, prepared launch), a final pass asked all
-# three ways, the --json summary, more writers than one over more tables, and
-# the exit code of bad usage (2).
+# three ways, the --json summary, more writers than one over more tables, a
+# cache without unified entries, and the exit code of bad usage (2).
 set -eu
 STRESS="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -44,8 +44,17 @@ grep -q '^stress: backend host, per-table layout, .*, 0 violations$' "$T/p.txt" 
   || fail "per-table layout: $(cat "$T/p.txt")"
 grep '^stress: ' "$T/p.txt"
 
+# A cache created without unified entries (the default config's index of
+# 32-bit locations): no pointer is ever made, and none is switched on.
+"$STRESS" --backend host --seconds 1 --unified 0 > "$T/u.txt" || fail "--unified 0: $(cat "$T/u.txt")"
+grep -q '^stress: backend host, flat layout, .*, 0 violations$' "$T/u.txt" \
+  || fail "--unified 0: $(cat "$T/u.txt")"
+grep -q ' 0 unified-index changes' "$T/u.txt" || fail "--unified 0 switched: $(cat "$T/u.txt")"
+grep -q ' 0 unified-index hits' "$T/u.txt" || fail "--unified 0 made pointers: $(cat "$T/u.txt")"
+grep '^stress: ' "$T/u.txt"
+
 for bad in "--readers 0" "--backend gpu" "--seconds 0" "--no-such-option 1" "--seed" \
-           "--zero-copy-rows x" "--layout rows"; do
+           "--zero-copy-rows x" "--layout rows" "--unified x"; do
   rc=0; "$STRESS" $bad > /dev/null 2>&1 || rc=$?
   [ "$rc" = 2 ] || fail "'$bad' exits 2, got $rc"
 done

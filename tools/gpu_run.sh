@@ -80,12 +80,14 @@ if command -v compute-sanitizer >/dev/null; then
 fi
 # The stress run on the CUDA backend: 20 s plain; 10 s each with six readers
 # and a large cache (more batches read in place, and two launching readers:
-# the setup in which wrong rows from launches show) and in the per-table
-# layout; then FL_STRESS_MEMCHECK_S seconds (default 60) under memcheck.
+# the setup in which wrong rows from launches show), in the per-table
+# layout, and without unified entries (the default config's index of 32-bit
+# locations); then FL_STRESS_MEMCHECK_S seconds (default 60) under memcheck.
 echo "== stress --backend cuda"
 "$here/stress" --backend cuda --seconds 20 --json "$out/stress.json" >"$out/stress.log" 2>&1 || rc=1
 tail -n 2 "$out/stress.log"
-for more in "--readers 6 --budget-kb 65536 --writers 2" "--layout per-table --readers 6"; do
+for more in "--readers 6 --budget-kb 65536 --writers 2" "--layout per-table --readers 6" \
+            "--unified 0 --readers 6"; do
   log="$out/stress_${more// /_}.log"
   "$here/stress" --backend cuda --seconds 10 $more >"$log" 2>&1 || rc=1
   grep -E "^stress:" "$log"

@@ -28,7 +28,7 @@ enum {
 #define HOLD_NONE UINT64_MAX /* a reader's hold while it checks nothing */
 #define HOLD_PENDING 0       /* ... while it loads the clock to check an answer */
 #define MAINT_PERIOD_S 0.05  /* writer 0's cache maintenance period */
-#define UNIFIED_ON 2048u     /* unified index entries when switched on */
+#define UNIFIED_ON 2048u     /* unified index entries when switched on (--unified's default) */
 
 /* ---------------------------------------------------------------- options (stress_opts.c) */
 
@@ -42,6 +42,7 @@ typedef struct opts {
   double seconds;
   uint32_t readers, writers, tables;
   uint64_t budget_kb, seed, zero_copy_rows;
+  uint64_t unified; /* unified entries when switched on; 0: a cache without (32-bit locations) */
   unsigned asks; /* bit per ask used by readers 1, 2, ... in turn */
   const char *json;
 } opts;
@@ -150,7 +151,7 @@ int cuda_ok(stress *s, const char *call, cudaError_t e);
 
 /* The store, every row of every table at version 1; 0 on failure, said on stderr. */
 int make_store(stress *s);
-/* A small cache over the store (admission 0.5, the unified index on). */
+/* A small cache over the store (admission 0.5, --unified entries). */
 int make_cache(stress *s);
 
 /* ---------------------------------------------------------------- writers (stress_writer.c) */

@@ -28,6 +28,9 @@ static void usage(FILE *f) {
         "  --seed N        ids, writes and admission coin [1]\n"
         "  --zero-copy-rows N  CUDA: batches with at most N distinct dense misses\n"
         "                  read them in place, under the writers [256]\n"
+        "  --unified N     unified-index entries when writer 0 switches them on;\n"
+        "                  0: a cache created without them (the default config's\n"
+        "                  index of 32-bit locations), never switched [2048]\n"
         "  --json FILE     the summary as JSON\n"
         "  -h, --help      this text\n"
         "Exit codes: 0 no violation, 1 violations or a failed setup, 2 usage error.\n",
@@ -97,6 +100,7 @@ static int option(opts *o, const char *a, const char *v) {
   if (!strcmp(a, "--budget-kb")) return u64_arg(a, v, 1, 1ull << 32, &o->budget_kb);
   if (!strcmp(a, "--seed")) return u64_arg(a, v, 0, UINT64_MAX, &o->seed);
   if (!strcmp(a, "--zero-copy-rows")) return u64_arg(a, v, 0, UINT64_MAX, &o->zero_copy_rows);
+  if (!strcmp(a, "--unified")) return u64_arg(a, v, 0, UINT64_MAX, &o->unified);
   if (!strcmp(a, "--ask")) return ask_arg(a, v, &o->asks);
   if (!strcmp(a, "--json")) return v ? (o->json = v, 0) : bad(a, v, "a file name");
   fprintf(stderr, "error: unknown argument '%s' (see --help)\n", a);
@@ -105,7 +109,8 @@ static int option(opts *o, const char *a, const char *v) {
 
 /* 0 to run, 1 after --help, -1 on a usage error. */
 int parse(int argc, char **argv, opts *o) {
-  *o = (opts){FL_BACKEND_AUTO, FL_LAYOUT_FLAT, 10, 4, 1, 3, 768, 1, 256, (1u << N_ASKS) - 1, NULL};
+  *o = (opts){FL_BACKEND_AUTO, FL_LAYOUT_FLAT, 10, 4, 1, 3, 768, 1, 256, UNIFIED_ON,
+              (1u << N_ASKS) - 1, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);

@@ -59,7 +59,7 @@ int make_cache(stress *s) {
   cfg.backend = s->o.backend;
   cfg.layout = s->o.layout;
   cfg.budget_bytes = s->o.budget_kb << 10;
-  cfg.unified_entries = UNIFIED_ON;
+  cfg.unified_entries = s->o.unified;
   cfg.seed = s->o.seed;
   cfg.zero_copy_rows = s->o.zero_copy_rows;
   fl_status st = fl_cache_create(s->store, &cfg, &s->cache);

@@ -85,13 +85,15 @@ static void write_table(writer *w, const table *t) {
 }
 
 /* Writer 0, every MAINT_PERIOD_S: the unified index switched between 0 and
- * UNIFIED_ON entries, every fourth time a clear, then a sync (CUDA: waits for
- * the admission rounds in flight). */
+ * --unified entries (a cache created without keeps none), every fourth time
+ * a clear, then a sync (CUDA: waits for the admission rounds in flight). */
 static void maintain(writer *w, uint64_t tick) {
   fl_cache *c = w->s->cache;
-  cache_ok(w->s, "fl_cache_set_unified_entries",
-           fl_cache_set_unified_entries(c, tick % 2 ? 0 : UNIFIED_ON));
-  w->n.unified_changes++;
+  if (w->s->o.unified) {
+    cache_ok(w->s, "fl_cache_set_unified_entries",
+             fl_cache_set_unified_entries(c, tick % 2 ? 0 : w->s->o.unified));
+    w->n.unified_changes++;
+  }
   if (tick % 4 == 3) {
     cache_ok(w->s, "fl_cache_clear", fl_cache_clear(c));
     w->n.clears++;
