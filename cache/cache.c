@@ -259,7 +259,7 @@ static fl_status make_encoding(const fl_table_desc *descs, uint32_t n, const fl_
   if (cfg->key_bits != FL_KEY_BITS_AUTO)
     return fl_encoding_create(descs, n, cfg->key_bits, cfg->encoding, out);
   fl_status st = fl_encoding_create(descs, n, 32, cfg->encoding, out);
-  if (st == FL_OK && fl_encoding_lossless(*out)) return FL_OK;
+  if (st == FL_OK && (fl_encoding_lossless(*out) || FL_MUTANT_ON(15))) return FL_OK;
   fl_encoding_destroy(*out);
   *out = NULL;
   return fl_encoding_create(descs, n, 64, cfg->encoding, out);
@@ -268,7 +268,9 @@ static fl_status make_encoding(const fl_table_desc *descs, uint32_t n, const fl_
 /* 32-bit locations (cache/index.h) when the cache has no unified-index
  * pointers and every pool is within their reach. */
 static uint32_t index_loc_bits(const fl_config *cfg) {
-  return cfg->unified_entries == 0 && cfg->budget_bytes <= FL_LOC32_MAX_POOL ? 32 : 64;
+  return (cfg->unified_entries == 0 || FL_MUTANT_ON(16)) && cfg->budget_bytes <= FL_LOC32_MAX_POOL
+             ? 32
+             : 64;
 }
 
 fl_status fl_cache_new(fl_store *store, const fl_config *cfg, fl_cache **out) {

@@ -25,6 +25,8 @@
  * mutant 12 host cuda: the tombstone sweep empties a slot on a live key's chain (cache/index.h)
  * mutant 13 host cuda: eviction ignores the index's load: rows smaller than the mean fill it, and admission stops (cache/evict.c)
  * mutant 14 host cuda: a 32-bit location decodes one 16-byte unit off: a hit serves bytes of the wrong place (cache/index.h)
+ * mutant 15 host: FL_KEY_BITS_AUTO takes 32-bit keys even where they fold ids together (cache/cache.c)
+ * mutant 16 host: a cache created with unified entries gets 32-bit locations: no pointer can be made (cache/cache.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H
