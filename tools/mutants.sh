@@ -11,7 +11,8 @@
 #   fuzz target, default 300; 0 skips them), --stress-seconds S (default 4)
 #
 #   tools/mutants.sh --bundle DIR       builds, per "cuda" mutant N, -c opt
-#                                       cache_test and stress into DIR/N/
+#                                       cache_test, index_sweep_test and stress
+#                                       into DIR/N/
 #   tools/mutants.sh --run-bundle DIR OUT   on the GPU machine: runs each
 #                                       DIR/N/ against the CUDA tests and a
 #                                       CUDA stress run, logs into OUT
@@ -155,21 +156,21 @@ build_bundle() {
   [ -n "$dir" ] || usage
   for n in $(mutants_for cuda); do
     ./bazelw build -c opt --define=fl_mutant="$n" "$(lib_copt "$n")" //tests:cache_test \
-      //tools:stress || { echo "mutants.sh: mutant $n did not build" >&2; exit 1; }
+      //tests:index_sweep_test //tools:stress || { echo "mutants.sh: mutant $n did not build" >&2; exit 1; }
     local bin
     bin="$(./bazelw info -c opt bazel-bin 2>/dev/null)"
     mkdir -p "$dir/$n"
-    cp "$bin/tests/cache_test" "$bin/tools/stress" "$dir/$n/"
+    cp "$bin/tests/cache_test" "$bin/tests/index_sweep_test" "$bin/tools/stress" "$dir/$n/"
     describe "$n" >"$dir/$n/what.txt"
     chmod -R u+w "$dir/$n"
   done
   # The plain build again, so that later -c opt builds start from it.
-  ./bazelw build -c opt //tests:cache_test //tools:stress >/dev/null 2>&1
+  ./bazelw build -c opt //tests:cache_test //tests:index_sweep_test //tools:stress >/dev/null 2>&1
   cp "$0" "$dir/mutants.sh"
 }
 
-# On the GPU machine: each mutant against the CUDA cache tests (the
-# per-table layout's and the 64-bit flat layout's) and 5 s of CUDA stress.
+# On the GPU machine: each mutant against the CUDA cases of cache_test and
+# index_sweep_test and 5 s of CUDA stress.
 run_bundle() {
   [ -n "$dir" ] && [ -n "$out" ] || usage
   local survived=0 total=0
@@ -178,14 +179,16 @@ run_bundle() {
     n="$(basename "$m")"
     total=$((total + 1))
     echo "== mutant $n (cuda): $(cat "$m/what.txt")"
-    timeout 600 "$m/cache_test" --gtest_filter='*Cuda*' --gtest_output="xml:$out/mutant_$n.xml" \
-      >"$out/mutant_$n.log" 2>&1
-    case $? in
-      0) ;;
-      124) caught+=("cache_test (timed out)") ;;
-      *) cases="$(failed_cases "$out/mutant_$n.xml")"
-         caught+=("cache_test${cases:+ ($cases)}") ;;
-    esac
+    for t in cache_test index_sweep_test; do
+      timeout 600 "$m/$t" --gtest_filter='*Cuda*' --gtest_output="xml:$out/mutant_${n}_$t.xml" \
+        >"$out/mutant_${n}_$t.log" 2>&1
+      case $? in
+        0) ;;
+        124) caught+=("$t (timed out)") ;;
+        *) cases="$(failed_cases "$out/mutant_${n}_$t.xml")"
+           caught+=("$t${cases:+ ($cases)}") ;;
+      esac
+    done
     timeout 120 "$m/stress" --backend cuda --seconds 5 >"$out/mutant_${n}_stress.log" 2>&1
     stress_verdict $? "$out/mutant_${n}_stress.log"
     if [ ${#caught[@]} -eq 0 ]; then
