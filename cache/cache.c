@@ -75,8 +75,7 @@ static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
   return FL_OK;
 }
 
-/* Bytes of index per slot: key, location, version, timestamp. */
-static uint64_t slot_bytes(const fl_cache *c) {
+uint64_t fl_cache_slot_bytes(const fl_cache *c) {
   return FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits);
 }
 
@@ -87,7 +86,7 @@ static uint64_t slot_bytes(const fl_cache *c) {
 static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double mean_slot,
                            uint32_t max_slot) {
   fl_part *p = &c->parts[part];
-  uint64_t ib = slot_bytes(c);
+  uint64_t ib = fl_cache_slot_bytes(c);
   double per_slot = c->fixed.cfg.max_load * mean_slot + (double)ib;
   uint64_t slots = (uint64_t)((double)budget / per_slot) + 1;
   uint64_t index_bytes = fl_align_up(slots * ib, 256);
@@ -107,7 +106,7 @@ static fl_status size_part(fl_cache *c, uint32_t part, uint64_t budget, double m
  * table's corpus bytes, capped at what caching all of it would take, with
  * what the caps free going to the others. */
 static void split_per_table(fl_cache *c, uint64_t *share) {
-  uint64_t ib = slot_bytes(c);
+  uint64_t ib = fl_cache_slot_bytes(c);
   double *need = calloc(c->fixed.n_tables, sizeof *need);
   int *capped = calloc(c->fixed.n_tables, sizeof *capped);
   double left = (double)c->fixed.cfg.budget_bytes;

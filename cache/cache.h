@@ -125,6 +125,9 @@ fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved);
  * bounded by this room: a class holding more slots than it uses would keep
  * the others from filling (ChurnRecyclesEverySlab under memcheck). */
 uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part);
+/* Bytes of index per slot (key, location, version, timestamp) for the
+ * cache's key and location widths. */
+uint64_t fl_cache_slot_bytes(const fl_cache *c);
 /* The cached entries make_room would evict from part p now (0: none). */
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);
 /* Accounts for entries of `kind` just removed from part p's index (the

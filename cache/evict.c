@@ -87,8 +87,8 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
  * occupies index slots that would otherwise serve cached vectors, so the
  * vectors' share of the budget shrinks by the index bytes it takes. */
 static double unified_reserve(const fl_cache *c, uint32_t part) {
-  double r = (double)fl_cache_unified_limit(c, part) *
-             FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits) / c->fixed.cfg.max_load;
+  double r = (double)fl_cache_unified_limit(c, part) * (double)fl_cache_slot_bytes(c) /
+             c->fixed.cfg.max_load;
   double cap = (double)c->parts[part].pool.bytes;
   return r < cap ? r : cap;
 }
