@@ -75,10 +75,6 @@ static fl_status resolve_backend(const fl_config *cfg, fl_backend *out) {
   return FL_OK;
 }
 
-uint64_t fl_cache_slot_bytes(const fl_cache *c) {
-  return FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits);
-}
-
 /* Splits `budget` between one part's index and pool: enough slots that a full
  * pool of vectors of the part's mean size (tables weighted by corpus) stays at
  * max_load. A hot set of smaller vectors fills the index first; inserts then

@@ -83,6 +83,10 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
   return (uint64_t)((double)limit * (double)c->parts[part].slots / (double)total);
 }
 
+uint64_t fl_cache_slot_bytes(const fl_cache *c) {
+  return FL_INDEX_SLOT_BYTES(c->fixed.cfg.key_bits, c->fixed.loc_bits);
+}
+
 /* Pool bytes set aside for the part's unified entries: each DRAM pointer
  * occupies index slots that would otherwise serve cached vectors, so the
  * vectors' share of the budget shrinks by the index bytes it takes. */
