@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from array import array
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ._buffers import (HOST, empty_like, from_capsule, ids_view, stream_handle, 
                        torch_facts, torch_order, vectors_view)
 from ._handle import Handle, _Owner
 from ._lib import lib as L
+from ._packed import unpack
 from ._prepared import PreparedQuery, _Binding
 from ._stats import CacheStats, CacheTableStats
 from ._store import Store
@@ -167,19 +168,58 @@ class Cache(_Owner):
         if out is not None and type(queries) is dict and type(out) is dict and not self.closed:
             # The usual call in C (fleche/_fast.c); None: declined, nothing
             # done, the Python path below raises or handles the rare case.
-            handle = stream_handle(stream)
-            ptr = self._h.enter()
-            try:
-                done = _fast.query(ptr, self._fast_device, self._keys, queries, out, handle)
-                if type(done) is int:
-                    self._check(done, ptr)
-            finally:
-                self._h.leave()
+            done = self._fast_call(_fast.query, queries, out, stream_handle(stream))
             if done is not None:
                 return done
         b = self._bind(queries, out, stream)
         self._launch(b, b.handle)
         return b.result
+
+    def query_packed(self, tables: Sequence[TableRef], ids: Any, counts: Sequence[int],
+                     out: Any = None, stream: Any = None) -> Any:
+        """Looks up a batch whose ids come in one array, table after table,
+        into one output array: one fl_query, as query() over the slices of
+        both. This is how a KeyedJaggedTensor holds a batch (its values(),
+        with its length_per_key() as counts); with `out` given, the whole
+        call costs Python about as much as one table of query() does.
+
+        Args:
+            tables: the tables (names or indices), in the order of their ids,
+                each at most once: a list or tuple.
+            ids: uint64 or int64 (bits taken as uint64), 1-D, C-contiguous,
+                sum(counts) ids: counts[0] of tables[0], then counts[1] of
+                tables[1], and so on. NumPy arrays, torch tensors (CPU or
+                CUDA) or CuPy arrays.
+            counts: the number of ids of each table: a list or tuple of ints.
+            out: optional output of the tables' dtype (they must share one),
+                C-contiguous, writable, of the kind query() takes: the
+                vectors table after table, row after row, as a 1-D array of
+                sum(counts[t] * dim[t]) elements, or, when every table has
+                dimension dim, as a (sum(counts), dim) array.
+            stream: as for query().
+        Returns:
+            `out`, or a new array of the kind of the ids (as query() makes
+            them): (sum(counts), dim) when the tables share dimension dim,
+            else 1-D.
+        Raises:
+            InvalidArgument (tables, counts or arrays that do not match, a
+            table named twice, tables of different dtypes, and every check
+            of query()), and the errors of query().
+        """
+        if out is not None and not self.closed:
+            # The usual call in C (fleche/_fast.c); None: declined, nothing
+            # done, the Python path below raises or handles the rare case.
+            done = self._fast_call(_fast.query_packed, tables, ids, counts, out,
+                                   stream_handle(stream))
+            if done is not None:
+                return done
+        queries, outs, whole, allocated = unpack(tables, ids, counts, out, self._key_info,
+                                                 lambda a: self._stream_of({0: a}, None, stream)[0])
+        b = self._bind(queries, outs, stream)
+        if allocated and b.torch_device:
+            b.allocated = [whole]  # as query()'s outputs: record_stream in _launch
+        self._launch(b, b.handle)
+        return whole
 
     def prepare(self, queries: Mapping[TableRef, Any],
                 out: Optional[Mapping[TableRef, Any]] = None) -> "PreparedQuery":
@@ -224,6 +264,20 @@ class Cache(_Owner):
             self._h.leave()
         return PreparedQuery(self, b, queries, handle)
 
+    def _fast_call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(cache pointer, device, keys, *args): a query's C path in
+        fleche._fast, with the cache held open. Its result, or None when C
+        declined (nothing done); raises the library's error when fl_query
+        failed."""
+        ptr = self._h.enter()
+        try:
+            done = fn(ptr, self._fast_device, self._keys, *args)
+            if type(done) is int:
+                self._check(done, ptr)
+        finally:
+            self._h.leave()
+        return done
+
     def _bind(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]],
               stream: Any) -> "_Binding":
         """The checks of a query, shared by query() and prepare(): checks every
@@ -237,10 +291,7 @@ class Cache(_Owner):
         if out is not None and type(out) is not dict and not isinstance(out, Mapping):
             raise InvalidArgument(f"query out: expected a mapping of table -> array, got "
                                   f"{type(out).__name__}")
-        handle = stream_handle(stream)
-        source = self._stream_source(queries, out) if self._backend == "cuda" else None
-        if handle is None:
-            handle = source() if source is not None else 0
+        handle, source = self._stream_of(queries, out, stream)
         torch = sys.modules.get("torch")
         tensor = torch.Tensor if torch is not None else _NoTensor
         words: List[int] = []  # the fl_table_query entries, _lib.QUERY_WORDS words each
@@ -322,6 +373,17 @@ class Cache(_Owner):
         if type(key) is str or type(key) is int:
             self._keys[key] = info
         return info
+
+    def _stream_of(self, queries: Mapping[TableRef, Any], out: Optional[Mapping[TableRef, Any]],
+                   stream: Any) -> Tuple[int, Optional[Callable[[], int]]]:
+        """(handle, source): the stream of a query with these arrays and
+        query()'s `stream` argument, and what gives the stream of
+        stream=None (_stream_source)."""
+        handle = stream_handle(stream)
+        source = self._stream_source(queries, out) if self._backend == "cuda" else None
+        if handle is None:
+            handle = source() if source is not None else 0
+        return handle, source
 
     def _stream_source(self, queries: Mapping[TableRef, Any],
                        out: Optional[Mapping[TableRef, Any]]) -> Optional[Callable[[], int]]:

@@ -236,18 +236,14 @@ static int fast_table(PyObject *keys, PyObject *key, uint32_t *index, Py_ssize_t
   return *dtype != DT_OTHER;
 }
 
-/* Whether the ids and output of one table pass every check of _bind: ids
- * uint64/int64 and 1-D, the output of the table's dtype, (n, dim) or
- * (n*dim,), writable, device memory only on the cache's device (cache
- * device FAST_HOST: the host backend, which takes none). */
-static int fast_accepts(const fast_view *iv, const fast_view *ov, Py_ssize_t dim,
-                        fast_dtype dtype, int cache_device) {
+/* Whether ids and an output pass the checks of _bind besides the output's
+ * shape: ids uint64/int64 and 1-D, the output of the table's dtype and
+ * writable, device memory only on the cache's device (cache device
+ * FAST_HOST: the host backend, which takes none). */
+static int fast_accepts_kinds(const fast_view *iv, const fast_view *ov, fast_dtype dtype,
+                              int cache_device) {
   if ((iv->dtype != DT_UINT64 && iv->dtype != DT_INT64) || iv->ndim != 1) return 0;
-  Py_ssize_t n = iv->shape[0];
   if (ov->dtype != dtype || ov->readonly) return 0;
-  int shaped = ov->ndim == 2 ? ov->shape[0] == n && ov->shape[1] == dim
-                             : ov->shape[0] == n * dim;
-  if (!shaped) return 0;
   for (int k = 0; k < 2; k++) {
     int d = k ? ov->device : iv->device;
     if (d != FAST_HOST && (cache_device == FAST_HOST || d != cache_device)) return 0;
@@ -255,31 +251,79 @@ static int fast_accepts(const fast_view *iv, const fast_view *ov, Py_ssize_t dim
   return 1;
 }
 
-/* The stream of stream=None (Cache._stream_source): torch's current one
- * when the first ids, or else (host ids) the first output, is a torch CUDA
- * tensor; else the legacy default stream. 0 or -1 with an exception. */
-static int fast_default_stream(const fast_view *first_ids, PyObject *out, int cache_device,
-                               uintptr_t *handle, int *from_torch) {
-  *handle = 0;
-  *from_torch = 0;
-  int source = first_ids->torch_cuda;
-  if (!source && first_ids->device == FAST_HOST) {
-    Py_ssize_t pos = 0;
-    PyObject *key, *o;
-    if (PyDict_Next(out, &pos, &key, &o) && fast_tensor != NULL &&
-        PyObject_TypeCheck(o, (PyTypeObject *)fast_tensor))
-      source = fast_flag(o, s_is_cuda, 0) == 1;
+/* Whether the ids and output of one table pass every check of _bind: those
+ * of fast_accepts_kinds, and the output (n, dim) or (n*dim,). */
+static int fast_accepts(const fast_view *iv, const fast_view *ov, Py_ssize_t dim,
+                        fast_dtype dtype, int cache_device) {
+  if (!fast_accepts_kinds(iv, ov, dtype, cache_device)) return 0;
+  Py_ssize_t n = iv->shape[0];
+  return ov->ndim == 2 ? ov->shape[0] == n && ov->shape[1] == dim : ov->shape[0] == n * dim;
+}
+
+/* Whether a query's stream=None takes torch's current stream
+ * (Cache._stream_source): when its first ids, or else (host ids) its first
+ * output, is a torch CUDA tensor. */
+static int fast_torch_source(const fast_view *first_ids, PyObject *first_out) {
+  if (first_ids->torch_cuda) return 1;
+  return first_ids->device == FAST_HOST && first_out != NULL && fast_tensor != NULL &&
+         PyObject_TypeCheck(first_out, (PyTypeObject *)fast_tensor) &&
+         fast_flag(first_out, s_is_cuda, 0) == 1;
+}
+
+/* Runs the filled call: its stream (the `stream` argument, or else torch's
+ * current one when `source`, or else the legacy default stream), the stream
+ * order of Cache._launch (the stream waits for torch's current one when
+ * `torch_device` and they differ), then fl_query with the GIL released.
+ * 1: ran, *st its status; 0: declined, nothing done; -1: an exception. */
+static int fast_run(fast_call *c, void *cache, int cache_device, PyObject *stream, int source,
+                    int torch_device, fl_status *st) {
+  uintptr_t handle = 0;
+  int from_torch = 0;
+  if (stream != Py_None) {
+    handle = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
+    if (PyErr_Occurred()) { /* a handle C cannot take: ctypes says why */
+      PyErr_Clear();
+      return 0;
+    }
+  } else if (cache_device != FAST_HOST && source) {
+    PyObject *device = PyLong_FromLong(cache_device);
+    if (device == NULL) return -1;
+    PyObject *s = PyObject_CallOneArg(fast_torch_stream, device);
+    Py_DECREF(device);
+    if (s == NULL) return -1;
+    handle = (uintptr_t)PyLong_AsUnsignedLongLong(s);
+    Py_DECREF(s);
+    if (PyErr_Occurred()) return -1;
+    from_torch = 1;
   }
-  if (!source) return 0;
-  PyObject *device = PyLong_FromLong(cache_device);
-  if (device == NULL) return -1;
-  PyObject *s = PyObject_CallOneArg(fast_torch_stream, device);
-  Py_DECREF(device);
-  if (s == NULL) return -1;
-  *handle = (uintptr_t)PyLong_AsUnsignedLongLong(s);
-  Py_DECREF(s);
-  *from_torch = 1;
-  return PyErr_Occurred() ? -1 : 0;
+  if (torch_device && !from_torch) {
+    PyObject *r = PyObject_CallFunction(fast_torch_order, "Ki", (unsigned long long)handle,
+                                        cache_device);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+  }
+  fast_query_fn call = fast_fl_query;
+  fl_status status;
+  Py_BEGIN_ALLOW_THREADS
+  status = call((fl_cache *)cache, c->q, (uint32_t)c->count, (void *)handle);
+  Py_END_ALLOW_THREADS
+  *st = status;
+  return 1;
+}
+
+/* The arguments every query form starts with: the fl_cache pointer (an
+ * int, from Handle.enter) and the cache's CUDA ordinal (-1 on the host
+ * backend). 0, or -1 with an exception. */
+static int fast_cache_args(PyObject *const *args, void **cache, int *cache_device) {
+  *cache = PyLong_AsVoidPtr(args[0]);
+  long device = PyLong_AsLong(args[1]);
+  if (PyErr_Occurred()) return -1;
+  if (device < FAST_HOST || device > INT32_MAX) {
+    PyErr_SetString(PyExc_ValueError, "query: device out of range");
+    return -1;
+  }
+  *cache_device = (int)device;
+  return 0;
 }
 
 /* query(cache, device, keys, queries, out, stream) -> the result dict (the
@@ -296,14 +340,9 @@ static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t na
     return NULL;
   }
   PyObject *keys = args[2], *queries = args[3], *out = args[4], *stream = args[5];
-  void *cache = PyLong_AsVoidPtr(args[0]);
-  long device = PyLong_AsLong(args[1]);
-  if (PyErr_Occurred()) return NULL;
-  if (device < FAST_HOST || device > INT32_MAX) {
-    PyErr_SetString(PyExc_ValueError, "query: device out of range");
-    return NULL;
-  }
-  int cache_device = (int)device;
+  void *cache;
+  int cache_device;
+  if (fast_cache_args(args, &cache, &cache_device) != 0) return NULL;
   if (fast_fl_query == NULL || !PyDict_CheckExact(queries) || !PyDict_CheckExact(out) ||
       !PyDict_CheckExact(keys))
     Py_RETURN_NONE;
@@ -342,31 +381,14 @@ static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t na
     t++;
   }
   if (t != count) goto declined;
-  uintptr_t handle = 0;
-  int from_torch = 0;
-  if (stream != Py_None) {
-    handle = (uintptr_t)PyLong_AsUnsignedLongLong(stream);
-    if (PyErr_Occurred()) { /* a handle C cannot take: ctypes says why */
-      PyErr_Clear();
-      goto declined;
-    }
-  } else if (cache_device != FAST_HOST &&
-             fast_default_stream(&first_ids, out, cache_device, &handle, &from_torch) != 0) {
-    goto fail;
-  }
-  /* Cache._launch: the stream waits for torch's current one, unless it is
-   * torch's current one. */
-  if (torch_device && !from_torch) {
-    PyObject *r = PyObject_CallFunction(fast_torch_order, "Ki", (unsigned long long)handle,
-                                        cache_device);
-    if (r == NULL) goto fail;
-    Py_DECREF(r);
-  }
+  PyObject *first_out = NULL;
+  pos = 0;
+  PyDict_Next(out, &pos, &key, &first_out);
   fl_status st;
-  fast_query_fn call = fast_fl_query;
-  Py_BEGIN_ALLOW_THREADS
-  st = call((fl_cache *)cache, c.q, (uint32_t)count, (void *)handle);
-  Py_END_ALLOW_THREADS
+  int ran = fast_run(&c, cache, cache_device, stream, fast_torch_source(&first_ids, first_out),
+                     torch_device, &st);
+  if (ran < 0) goto fail;
+  if (ran == 0) goto declined;
   fast_call_free(&c);
   if (st != FL_OK) {
     Py_DECREF(result);
@@ -381,6 +403,91 @@ fail:
   fast_call_free(&c);
   Py_XDECREF(result);
   return NULL;
+}
+
+/* A count of query_packed: an int >= 0, else -1 (declined). */
+static Py_ssize_t fast_count(PyObject *o) {
+  if (!PyLong_CheckExact(o)) return -1;
+  Py_ssize_t n = PyLong_AsSsize_t(o);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return -1;
+  }
+  return n;
+}
+
+/* query_packed(cache, device, keys, tables, ids, counts, out, stream) ->
+ * out, an int fl_status when fl_query failed, or None: declined, nothing
+ * done (Cache.query_packed's Python path then splits the call into
+ * query()'s, which raises what is wrong). tables and counts: lists or
+ * tuples of one length, each table once; ids: 1-D, the tables' ids one
+ * table after the other; out: their vectors the same way, 1-D, or (rows,
+ * dim) when every table has dimension dim. The rest as query()'s. */
+static PyObject *fast_query_packed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 8) {
+    PyErr_SetString(PyExc_TypeError, "query_packed: 8 arguments");
+    return NULL;
+  }
+  PyObject *keys = args[2], *tables = args[3], *ids = args[4], *counts = args[5],
+           *out = args[6], *stream = args[7];
+  void *cache;
+  int cache_device;
+  if (fast_cache_args(args, &cache, &cache_device) != 0) return NULL;
+  if (fast_fl_query == NULL || !PyDict_CheckExact(keys) ||
+      !(PyList_CheckExact(tables) || PyTuple_CheckExact(tables)) ||
+      !(PyList_CheckExact(counts) || PyTuple_CheckExact(counts)))
+    Py_RETURN_NONE;
+  Py_ssize_t count = PySequence_Fast_GET_SIZE(tables);
+  if (count == 0 || count > UINT32_MAX || PySequence_Fast_GET_SIZE(counts) != count)
+    Py_RETURN_NONE;
+  if (fast_load_torch() != 0) return NULL;
+  fast_call c;
+  if (fast_call_alloc(&c, count) != 0) return PyErr_NoMemory();
+  /* dim: the tables' one dimension, or -1 when they differ. */
+  Py_ssize_t rows = 0, elems = 0, dim = 0;
+  fast_dtype dtype = DT_OTHER;
+  for (Py_ssize_t t = 0; t < count; t++) {
+    uint32_t index;
+    Py_ssize_t d;
+    fast_dtype dt;
+    Py_ssize_t n = fast_count(PySequence_Fast_GET_ITEM(counts, t));
+    if (n < 0 || !fast_table(keys, PySequence_Fast_GET_ITEM(tables, t), &index, &d, &dt) ||
+        (t > 0 && dt != dtype))
+      goto declined;
+    for (Py_ssize_t u = 0; u < t; u++)
+      if (c.q[u].table == index) goto declined;
+    dim = t == 0 || dim == d ? d : -1;
+    dtype = dt;
+    /* Offsets for now; addresses once the arrays are read. */
+    c.q[t] = (fl_table_query){index, (const uint64_t *)(uintptr_t)rows, (size_t)n,
+                              (void *)(uintptr_t)elems};
+    rows += n;
+    elems += n * d;
+  }
+  fast_view iv, ov;
+  if (!fast_view_of(ids, &iv, &c.bufs[0], &c.refs[0]) ||
+      !fast_view_of(out, &ov, &c.bufs[1], &c.refs[1]) ||
+      !fast_accepts_kinds(&iv, &ov, dtype, cache_device) || iv.shape[0] != rows)
+    goto declined;
+  if (ov.ndim == 2 ? dim < 0 || ov.shape[0] != rows || ov.shape[1] != dim : ov.shape[0] != elems)
+    goto declined;
+  size_t elem_bytes = dtype == DT_FLOAT16 ? 2 : 4;
+  for (Py_ssize_t t = 0; t < count; t++) {
+    c.q[t].ids = (const uint64_t *)(iv.addr + (uintptr_t)c.q[t].ids * 8);
+    c.q[t].out = (void *)(ov.addr + (uintptr_t)c.q[t].out * elem_bytes);
+  }
+  int source = stream == Py_None && cache_device != FAST_HOST && fast_torch_source(&iv, out);
+  int torch_device = (iv.device != FAST_HOST || ov.device != FAST_HOST) && (iv.torch || ov.torch);
+  fl_status st;
+  int ran = fast_run(&c, cache, cache_device, stream, source, torch_device, &st);
+  fast_call_free(&c);
+  if (ran < 0) return NULL;
+  if (ran == 0) Py_RETURN_NONE;
+  return st == FL_OK ? Py_NewRef(out) : PyLong_FromLong(st);
+declined:
+  fast_call_free(&c);
+  Py_RETURN_NONE;
 }
 
 /* init(ndarray, torch_facts, torch_order): the package's types and helpers. */
@@ -408,6 +515,9 @@ static PyObject *fast_use_query(PyObject *self, PyObject *address) {
 static PyMethodDef fast_methods[] = {
     {"query", (PyCFunction)(void (*)(void))fast_query, METH_FASTCALL,
      "query(cache, device, keys, queries, out, stream): Cache.query's fast path"},
+    {"query_packed", (PyCFunction)(void (*)(void))fast_query_packed, METH_FASTCALL,
+     "query_packed(cache, device, keys, tables, ids, counts, out, stream): "
+     "Cache.query_packed's fast path"},
     {"init", fast_init, METH_VARARGS, "init(ndarray, torch_facts, torch_order)"},
     {"use_query", fast_use_query, METH_O, "use_query(address) -> previous fl_query address"},
     {NULL, NULL, 0, NULL},

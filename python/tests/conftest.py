@@ -3,6 +3,7 @@ helpers shared by the test files; and --require-torch-cpu (python/ci.sh), under
 which the torch_cpu cases must run and pass: a skip of one of them fails it,
 and a run in which none passed fails."""
 
+import ctypes
 import threading
 from typing import Callable, Dict, Iterator
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import fleche
+from fleche import _fast
 
 TABLES = [
     fleche.Table("user", 1000, 16),  # dense fp32
@@ -160,3 +162,21 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.line(f"torch CPU cases: {passed} of {len(outcomes)} passed"
                           + ("" if passed else f"; no {TORCH_CPU} case passed: the run fails "
                                                "(is torch installed?)"))
+
+
+@pytest.fixture
+def spans():
+    """The fl_table_query entries of each fl_query that _fast calls (a spy
+    returning FL_OK)."""
+    calls = []
+
+    def query(cache, queries, n, stream):
+        qs = (fleche._lib.fl_table_query * n).from_address(queries)
+        calls.append([w for q in qs for w in (q.table, q.ids or 0, q.n, q.out or 0)])
+        return 0
+
+    spy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                           ctypes.c_void_p)(query)
+    previous = _fast.use_query(ctypes.cast(spy, ctypes.c_void_p).value)
+    yield calls
+    _fast.use_query(previous)

@@ -167,6 +167,27 @@ def test_caller_outputs_are_written_in_place(store, gcache, c_calls):
     np.testing.assert_array_equal(numpy_of(flat).reshape(4, 16), store.gather("user", ids["user"]))
 
 
+def test_packed_cuda_tensors_in_and_out(store, gcache, c_calls):
+    # query_packed over torch CUDA tensors: C gets slices of the caller's two
+    # tensors (the first call caches the tables' keys in Python, the later
+    # ones take fleche._fast), and the vectors match the store's.
+    rng = np.random.default_rng(8)
+    tables, counts = ["user", "ad"], [50, 30]
+    for _ in range(3):
+        parts = [random_ids(rng, store.table(t), n, 0.2) for t, n in zip(tables, counts)]
+        ids = as_torch(np.concatenate(parts), DEV)
+        out = torch.full((50 * 16 + 30 * 4,), float("nan"), device=DEV)
+        assert gcache.query_packed(tables, ids, counts, out) is out
+        spans, _ = c_calls[-1]
+        assert spans == [(0, ids.data_ptr(), 50, out.data_ptr()),
+                         (3, ids.data_ptr() + 50 * 8, 30, out.data_ptr() + 50 * 16 * 4)]
+        want = np.concatenate([store.gather(t, p).reshape(-1) for t, p in zip(tables, parts)])
+        np.testing.assert_array_equal(numpy_of(out), want)
+    new = gcache.query_packed(tables, ids, counts)  # allocated: a CUDA tensor like the ids
+    assert isinstance(new, torch.Tensor) and new.device == ids.device
+    np.testing.assert_array_equal(numpy_of(new), want)
+
+
 def test_out_of_range_on_cuda(gcache):
     with pytest.raises(fleche.OutOfRange) as e:
         gcache.query({"user": torch.tensor([5, 1000], device=DEV)})

@@ -5,7 +5,6 @@ declines (so the error is raised by Python, with its message); and the usual
 calls (NumPy arrays, torch CPU tensors) are accepted. C's fl_query is a spy
 here: nothing runs."""
 
-import ctypes
 
 import numpy as np
 import pytest
@@ -14,24 +13,6 @@ import fleche
 from fleche import _fast
 
 N = 5
-
-
-@pytest.fixture
-def spans():
-    """The fl_table_query entries of each fl_query that _fast calls (a spy
-    returning FL_OK)."""
-    calls = []
-
-    def query(cache, queries, n, stream):
-        qs = (fleche._lib.fl_table_query * n).from_address(queries)
-        calls.append([w for q in qs for w in (q.table, q.ids or 0, q.n, q.out or 0)])
-        return 0
-
-    spy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
-                           ctypes.c_void_p)(query)
-    previous = _fast.use_query(ctypes.cast(spy, ctypes.c_void_p).value)
-    yield calls
-    _fast.use_query(previous)
 
 
 def outcome(cache, spans, queries, out) -> str:
