@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 
 #include "cache/cache.h"
+#include "cache/cuda_state.h"
 #include "common/mutant.h"
 
 const fl_cache_fixed *fl_cache_fixed_of(const fl_cache *c) { return &c->fixed; }
@@ -16,7 +17,11 @@ uint32_t fl_cache_next_batch(fl_cache *c) {
   return (uint32_t)__atomic_add_fetch(&c->batch, 1, __ATOMIC_RELAXED);
 }
 
-int64_t fl_cache_query_begin(fl_cache *c) { return fl_reclaim_begin(&c->reclaim); }
+int64_t fl_cache_query_begin(fl_cache *c) {
+  /* Only the event hooks: a begin frees no slab. */
+  fl_reclaim_hooks h = {NULL, fl_event_done, fl_event_release, c};
+  return fl_reclaim_begin(&c->reclaim, &h);
+}
 
 void fl_cache_query_end(fl_cache *c, int64_t ticket, void *event) {
   fl_reclaim_end(&c->reclaim, ticket, event);

@@ -37,8 +37,12 @@ typedef struct fl_reclaim {
 
 void fl_reclaim_init(fl_reclaim *r);
 void fl_reclaim_destroy(fl_reclaim *r);
-/* Registers a query; returns its ticket, or -1 on allocation failure. */
-int64_t fl_reclaim_begin(fl_reclaim *r);
+typedef struct fl_reclaim_hooks fl_reclaim_hooks;
+/* Registers a query; returns its ticket, or -1 on allocation failure. With
+ * every slot taken, it first gives back the slots (and, through h, the
+ * events) of queries whose events have fired; h may be NULL when no query
+ * ends with an event. Only h's event hooks are called. */
+int64_t fl_reclaim_begin(fl_reclaim *r, const fl_reclaim_hooks *h);
 /* The query's reads end when `event` fires (CUDA), or now when event is NULL. */
 void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event);
 /* Retires slabs just removed from the index (the removal must be complete,
@@ -46,12 +50,12 @@ void fl_reclaim_end(fl_reclaim *r, int64_t ticket, void *event);
  * the caller then waits for the device and frees at once). */
 int fl_reclaim_retire(fl_reclaim *r, const uint64_t *locs, uint64_t n, uint32_t part);
 /* How the owner frees a slab and tracks events (CUDA) for fl_reclaim_collect. */
-typedef struct fl_reclaim_hooks {
+struct fl_reclaim_hooks {
   void (*free_slab)(void *ctx, uint32_t part, uint64_t loc);
   int (*event_done)(void *ctx, void *event);     /* has the event fired? */
   void (*release_event)(void *ctx, void *event); /* back to the owner's pool */
   void *ctx;
-} fl_reclaim_hooks;
+};
 
 /* Frees what no running query can read. Returns slabs freed. */
 uint64_t fl_reclaim_collect(fl_reclaim *r, const fl_reclaim_hooks *h);

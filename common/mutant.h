@@ -27,6 +27,7 @@
  * mutant 14 host cuda: a 32-bit location decodes one 16-byte unit off: a hit serves bytes of the wrong place (cache/index.h)
  * mutant 15 host: FL_KEY_BITS_AUTO takes 32-bit keys even where they fold ids together (cache/cache.c)
  * mutant 16 host: a cache created with unified entries gets 32-bit locations: no pointer can be made (cache/cache.c)
+ * mutant 17 host: a query's begin never takes back the slots of queries whose events fired: slots and events grow with every all-hit query (cache/reclaim.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

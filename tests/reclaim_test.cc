@@ -36,10 +36,10 @@ class Reclaim : public testing::Test {
 
 TEST_F(Reclaim, AMarkIsReusableOnlyAfterTheQueriesBeforeItEnd) {
   fl_reclaim_hooks h = Hooks(&o_);
-  int64_t before = fl_reclaim_begin(&r_);
+  int64_t before = fl_reclaim_begin(&r_, &h);
   ASSERT_GE(before, 0);
   uint64_t mark = fl_reclaim_mark(&r_);
-  int64_t after = fl_reclaim_begin(&r_);  // began after the removal: cannot read the slabs
+  int64_t after = fl_reclaim_begin(&r_, &h);  // began after the removal: cannot read the slabs
   ASSERT_GE(after, 0);
   EXPECT_LE(fl_reclaim_horizon(&r_, &h), mark) << "a query that began before the mark runs";
   fl_reclaim_end(&r_, before, nullptr);
@@ -50,7 +50,7 @@ TEST_F(Reclaim, AMarkIsReusableOnlyAfterTheQueriesBeforeItEnd) {
 
 TEST_F(Reclaim, AQueryOnAStreamHoldsTheMarkUntilItsEventFires) {
   fl_reclaim_hooks h = Hooks(&o_);
-  int64_t t = fl_reclaim_begin(&r_);
+  int64_t t = fl_reclaim_begin(&r_, &h);
   int fired = 0;
   fl_reclaim_end(&r_, t, &fired);  // its reads end when the stream gets there
   uint64_t mark = fl_reclaim_mark(&r_);
@@ -65,10 +65,10 @@ TEST_F(Reclaim, AQueryOnAStreamHoldsTheMarkUntilItsEventFires) {
 
 TEST_F(Reclaim, RetiredSlabsAreFreedInEpochOrderOnceNoQueryCanReadThem) {
   fl_reclaim_hooks h = Hooks(&o_);
-  int64_t q1 = fl_reclaim_begin(&r_);
+  int64_t q1 = fl_reclaim_begin(&r_, &h);
   const uint64_t first[] = {10, 11};
   ASSERT_EQ(fl_reclaim_retire(&r_, first, 2, 0), 0);
-  int64_t q2 = fl_reclaim_begin(&r_);
+  int64_t q2 = fl_reclaim_begin(&r_, &h);
   const uint64_t second[] = {20};
   ASSERT_EQ(fl_reclaim_retire(&r_, second, 1, 0), 0);
   EXPECT_EQ(fl_reclaim_collect(&r_, &h), 0u) << "q1 may read both";
@@ -78,6 +78,38 @@ TEST_F(Reclaim, RetiredSlabsAreFreedInEpochOrderOnceNoQueryCanReadThem) {
   fl_reclaim_end(&r_, q2, nullptr);
   EXPECT_EQ(fl_reclaim_collect(&r_, &h), 1u);
   EXPECT_EQ(o_.freed.back(), 20u);
+}
+
+TEST_F(Reclaim, SlotsOfFinishedQueriesAreReusedWithoutACollect) {
+  // Every batch hits: no removal, so nothing calls collect or horizon.
+  // Queries on streams must still give their slots and events back, or
+  // each begin would scan every query ever made.
+  fl_reclaim_hooks h = Hooks(&o_);
+  std::vector<int> fired(10000, 0);
+  for (int q = 0; q < 10000; q++) {
+    int64_t t = fl_reclaim_begin(&r_, &h);
+    ASSERT_GE(t, 0);
+    fl_reclaim_end(&r_, t, &fired[q]);
+    if (q >= 3) fired[q - 3] = 1;  // three queries in flight at a time
+  }
+  EXPECT_LE(r_.n_inflight, 16u) << "slots grew with the queries made";
+  EXPECT_GE(o_.released, 10000 - 16) << "fired events were not given back";
+}
+
+TEST_F(Reclaim, ABeginNeverTakesTheSlotOfAQueryStillRunning) {
+  fl_reclaim_hooks h = Hooks(&o_);
+  std::vector<int> fired(40, 0);
+  std::vector<int64_t> tickets;
+  for (int q = 0; q < 40; q++) {  // none fires: each needs a slot of its own
+    int64_t t = fl_reclaim_begin(&r_, &h);
+    ASSERT_GE(t, 0);
+    for (int64_t u : tickets) ASSERT_NE(t, u);
+    tickets.push_back(t);
+    fl_reclaim_end(&r_, t, &fired[q]);
+  }
+  EXPECT_EQ(o_.released, 0);
+  uint64_t mark = fl_reclaim_mark(&r_);
+  EXPECT_LE(fl_reclaim_horizon(&r_, &h), mark) << "the running queries hold the mark";
 }
 
 }  // namespace
