@@ -444,7 +444,12 @@ static PyObject *fast_query_packed(PyObject *self, PyObject *const *args, Py_ssi
   if (fast_load_torch() != 0) return NULL;
   fast_call c;
   if (fast_call_alloc(&c, count) != 0) return PyErr_NoMemory();
-  /* dim: the tables' one dimension, or -1 when they differ. */
+  fast_view iv, ov;
+  if (!fast_view_of(ids, &iv, &c.bufs[0], &c.refs[0]) ||
+      !fast_view_of(out, &ov, &c.bufs[1], &c.refs[1]) || iv.ndim != 1)
+    goto declined;
+  /* dim: the tables' one dimension, or -1 when they differ. Each count is
+   * at most the ids left, so no sum below overflows. */
   Py_ssize_t rows = 0, elems = 0, dim = 0;
   fast_dtype dtype = DT_OTHER;
   for (Py_ssize_t t = 0; t < count; t++) {
@@ -452,24 +457,21 @@ static PyObject *fast_query_packed(PyObject *self, PyObject *const *args, Py_ssi
     Py_ssize_t d;
     fast_dtype dt;
     Py_ssize_t n = fast_count(PySequence_Fast_GET_ITEM(counts, t));
-    if (n < 0 || !fast_table(keys, PySequence_Fast_GET_ITEM(tables, t), &index, &d, &dt) ||
+    if (n < 0 || n > iv.shape[0] - rows ||
+        !fast_table(keys, PySequence_Fast_GET_ITEM(tables, t), &index, &d, &dt) ||
         (t > 0 && dt != dtype))
       goto declined;
     for (Py_ssize_t u = 0; u < t; u++)
       if (c.q[u].table == index) goto declined;
     dim = t == 0 || dim == d ? d : -1;
     dtype = dt;
-    /* Offsets for now; addresses once the arrays are read. */
+    /* Offsets for now; addresses below. */
     c.q[t] = (fl_table_query){index, (const uint64_t *)(uintptr_t)rows, (size_t)n,
                               (void *)(uintptr_t)elems};
     rows += n;
     elems += n * d;
   }
-  fast_view iv, ov;
-  if (!fast_view_of(ids, &iv, &c.bufs[0], &c.refs[0]) ||
-      !fast_view_of(out, &ov, &c.bufs[1], &c.refs[1]) ||
-      !fast_accepts_kinds(&iv, &ov, dtype, cache_device) || iv.shape[0] != rows)
-    goto declined;
+  if (!fast_accepts_kinds(&iv, &ov, dtype, cache_device) || iv.shape[0] != rows) goto declined;
   if (ov.ndim == 2 ? dim < 0 || ov.shape[0] != rows || ov.shape[1] != dim : ov.shape[0] != elems)
     goto declined;
   size_t elem_bytes = dtype == DT_FLOAT16 ? 2 : 4;
