@@ -10,7 +10,9 @@
 # the store's pool (fl-store), the workers (serve-w) and the sampler, each
 # level has its slowest services (sorted, the first the maximum) and its
 # backlog (an onset queued over the threshold and before every other such
-# stall, none and no saturation in the closed loop), the SVG is well-formed,
+# stall, none and no saturation in the closed loop; the machine's steal time
+# over the level bounds that of its stretch and of its slowest requests), the
+# SVG is well-formed,
 # a log-uniform size mix stays in its range, and bad usage exits 2.
 set -eu
 SERVE="$1"
@@ -121,6 +123,9 @@ for l in levels:
         assert all(s["queue_us"] <= limit for s in st + sv), (bl, "a queued stall, no onset")
     assert bl["saturated_from_ms"] <= bl["saturated_to_ms"], bl
     assert abs(bl["saturated_to_ms"] - bl["saturated_from_ms"] - bl["saturated_ms"]) < 0.01, bl
+    # The machine's steal time: a stretch of the level has at most the level's.
+    assert 0 <= bl["saturated_steal_ms"] <= bl["steal_ms"] + 0.05, bl
+    assert all(0 <= s["counters"]["steal_ms"] <= bl["steal_ms"] + 0.05 for s in st + sv), bl
     if l["mode"] == "open":
         want = l["load"] * closed
         assert 0.4 * want < l["offered_rps"] < 1.6 * want, (l["label"], l["offered_rps"], want)

@@ -128,6 +128,8 @@ enum {
   FL_ATTR_SHED,        /* CUDA admission rounds dropped */
   FL_ATTR_ADMIT_WAIT,  /* ms waiting for the last admission round */
   FL_ATTR_GATHER,      /* ms inside the store's gathers */
+  FL_ATTR_STEAL,       /* ms the hypervisor ran something else on this machine's CPUs,
+                          summed over them (/proc/stat's steal; 0 where not reported) */
   FL_ATTR_COUNT
 };
 /* Each counter's name in the reports, and the decimals it is printed with. */
@@ -141,12 +143,19 @@ typedef struct fl_serve_attrib {
   double v[FL_ATTR_COUNT];
 } fl_serve_attrib;
 
+typedef struct fl_serve_level fl_serve_level;
+
 typedef struct fl_serve_sample {
   uint64_t t_ns;        /* monotonic */
   fl_serve_attrib a;    /* counters then */
 } fl_serve_sample;
 
 void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a);
+/* The change of the counters between the last sample at or before start_ns
+ * and the first at or after end_ns (monotonic), into *d, and the span of
+ * those samples into *window_ms (all 0 without samples). */
+void fl_serve_attrib_between(const fl_serve_level *l, uint64_t start_ns, uint64_t end_ns,
+                             fl_serve_attrib *d, double *window_ms);
 
 /* -------------------------------------------------------------- scheduler */
 
@@ -178,6 +187,12 @@ void fl_serve_probe_open(fl_serve_probe *p);
 /* The thread's totals since it was created. */
 void fl_serve_probe_read(const fl_serve_probe *p, fl_serve_sched *s);
 void fl_serve_probe_close(fl_serve_probe *p);
+/* The machine's steal time so far, ms summed over its CPUs, from
+ * /proc/stat opened as fd (its first line's eighth number); 0 when fd is
+ * -1 or the line has no such field. */
+double fl_serve_steal_ms(int fd);
+/* The same from the text of /proc/stat. */
+double fl_serve_steal_ms_of(const char *text);
 /* The calling thread's totals, for a thread that reads them once. */
 void fl_serve_sched_self(fl_serve_sched *s);
 /* What one request's probes cost (two reads), ns, measured in the calling
@@ -236,7 +251,7 @@ typedef struct fl_serve_record {
   fl_serve_sched sched; /* its worker thread's, from just before start to just after end */
 } fl_serve_record;
 
-typedef struct fl_serve_level {
+struct fl_serve_level {
   char label[32];       /* "closed K=4", "open 50%", "warm 3" */
   int open;             /* open loop */
   double load;          /* open: fraction of the saturation rate */
@@ -263,7 +278,7 @@ typedef struct fl_serve_level {
                              lives, the others (the library's, main) over the level */
   uint32_t threads;       /* counted in process; 0: /proc/self/task unreadable */
   fl_serve_kinds kinds;   /* process's threads by kind (none when threads is 0) */
-} fl_serve_level;
+};
 
 /* Everything a level runs on. */
 typedef struct fl_serve_ctx {
@@ -370,6 +385,8 @@ typedef struct fl_serve_backlog {
   int64_t saturated_from_ns, saturated_to_ns; /* the longest stretch with every worker
                                                  busy and a request queued, from t0;
                                                  equal: none */
+  double saturated_steal_ms;    /* the machine's steal time over the samples around it */
+  double steal_ms;              /* the same over the whole level */
 } fl_serve_backlog;
 
 /* The backlog of a level served by `workers` workers. */

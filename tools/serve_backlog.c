@@ -9,7 +9,9 @@
  * end: the gap is the worker picking up queued work (its dispatch delay),
  * not idleness, and without it every pick-up would cut a backlog into
  * pieces. Times are the records' (ns from the level's t0), so the stretch
- * is approximate by the probes' cost around each request. */
+ * is approximate by the probes' cost around each request. The machine's
+ * steal time, from the sampler's reads around the stretch and around the
+ * level, says whether the hypervisor ran something else meanwhile. */
 #include <stdlib.h>
 
 #include "tools/serve.h"
@@ -83,8 +85,23 @@ static fl_status saturated_of(const fl_serve_level *l, uint32_t workers, fl_serv
   return FL_OK;
 }
 
+/* The machine's steal time around the stretch and over the level: whether
+ * the hypervisor took the CPUs while the queue grew. */
+static void steal_of(const fl_serve_level *l, fl_serve_backlog *out) {
+  fl_serve_attrib d;
+  double ms;
+  fl_serve_attrib_between(l, l->t0_ns, l->t0_ns + (uint64_t)(l->wall_s * 1e9), &d, &ms);
+  out->steal_ms = d.v[FL_ATTR_STEAL];
+  if (out->saturated_to_ns == out->saturated_from_ns) return;
+  fl_serve_attrib_between(l, l->t0_ns + (uint64_t)out->saturated_from_ns,
+                          l->t0_ns + (uint64_t)out->saturated_to_ns, &d, &ms);
+  out->saturated_steal_ms = d.v[FL_ATTR_STEAL];
+}
+
 fl_status fl_serve_backlog_of(const fl_serve_level *l, uint32_t workers, fl_serve_backlog *out) {
   *out = (fl_serve_backlog){0};
   onset_of(l, out);
-  return saturated_of(l, workers, out);
+  fl_status s = saturated_of(l, workers, out);
+  if (s == FL_OK) steal_of(l, out);
+  return s;
 }

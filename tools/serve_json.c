@@ -103,7 +103,8 @@ static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_
 
 /* "backlog": {"threshold_us": .., "onset": null or {"sched_ms": .., "start_ms": ..,
  * "queue_us": .., "in_service": ..}, "saturated_ms": .., "saturated_from_ms": ..,
- * "saturated_to_ms": ..}, or null without the memory to work it out. */
+ * "saturated_to_ms": .., "saturated_steal_ms": .., "steal_ms": ..}, or null without
+ * the memory to work it out. */
 static void backlog(FILE *f, const fl_serve_level *l, uint32_t workers) {
   fl_serve_backlog b;
   if (fl_serve_backlog_of(l, workers, &b) != FL_OK) {
@@ -117,9 +118,10 @@ static void backlog(FILE *f, const fl_serve_level *l, uint32_t workers) {
             b.onset->sched_ns / 1e6, b.onset->start_ns / 1e6, b.onset_queue_us,
             (unsigned long long)b.onset_in_service);
   else fprintf(f, "null");
-  fprintf(f, ", \"saturated_ms\": %.4f, \"saturated_from_ms\": %.4f, \"saturated_to_ms\": %.4f}",
+  fprintf(f, ", \"saturated_ms\": %.4f, \"saturated_from_ms\": %.4f, \"saturated_to_ms\": %.4f, "
+          "\"saturated_steal_ms\": %.1f, \"steal_ms\": %.1f}",
           (b.saturated_to_ns - b.saturated_from_ns) / 1e6, b.saturated_from_ns / 1e6,
-          b.saturated_to_ns / 1e6);
+          b.saturated_to_ns / 1e6, b.saturated_steal_ms, b.steal_ms);
 }
 
 static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,

@@ -17,12 +17,14 @@
  * since the process's threads are read before they start and after they
  * are joined. They are named (WORKER_NAME-N, SAMPLER_NAME) for top -H and
  * for the level's account by thread kind. */
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/hash.h"
@@ -121,6 +123,7 @@ static void *sampler_main(void *arg) {
   uint64_t cap = 0;
   uint32_t ms = run->x->o->sample_ms;
   const struct timespec period = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  int stat_fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
   /* The last read comes after the workers are joined: every request lies
    * between two reads. */
   for (;;) {
@@ -136,9 +139,11 @@ static void *sampler_main(void *arg) {
     fl_serve_sample *smp = &l->samples_at[l->n_samples++];
     smp->t_ns = fl_now_ns();
     fl_serve_attrib_of(&st, &smp->a);
+    smp->a.v[FL_ATTR_STEAL] = fl_serve_steal_ms(stat_fd);
     if (last) break;
     nanosleep(&period, NULL);
   }
+  if (stat_fd >= 0) close(stat_fd);
   fl_serve_sched_self(&run->sampler);
   return NULL;
 }

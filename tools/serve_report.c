@@ -72,9 +72,11 @@ static void print_backlog(FILE *f, const fl_serve_opts *o, const fl_serve_result
           "or none; sched, start: its times, ms from the level's start; queue: us; in.svc: "
           "requests in service at its arrival; saturated: the longest stretch, ms, with all %u "
           "workers busy (picking up queued work counts) and a request queued, from and to: ms "
-          "from the level's start)\n", FL_SERVE_BACKLOG_US, o->threads);
-  fprintf(f, "%-12s %9s %9s %9s %6s | %9s %9s %9s\n", "level", "onset", "start", "queue",
-          "in.svc", "saturated", "from", "to");
+          "from the level's start; steal: ms the hypervisor gave this machine's CPUs to "
+          "others, summed over them (/proc/stat), around that stretch and over the level)\n",
+          FL_SERVE_BACKLOG_US, o->threads);
+  fprintf(f, "%-12s %9s %9s %9s %6s | %9s %9s %9s %9s | %9s\n", "level", "onset", "start",
+          "queue", "in.svc", "saturated", "from", "to", "steal", "steal");
   for (uint32_t i = 0; i < res->n_levels; i++) {
     const fl_serve_level *l = &res->levels[i];
     fl_serve_backlog b;
@@ -86,8 +88,9 @@ static void print_backlog(FILE *f, const fl_serve_opts *o, const fl_serve_result
       fprintf(f, "%-12s %9.3f %9.3f %9.1f %6llu", l->label, b.onset->sched_ns / 1e6,
               b.onset->start_ns / 1e6, b.onset_queue_us, (unsigned long long)b.onset_in_service);
     else fprintf(f, "%-12s %9s %9s %9s %6s", l->label, "none", "-", "-", "-");
-    fprintf(f, " | %9.3f %9.3f %9.3f\n", (b.saturated_to_ns - b.saturated_from_ns) / 1e6,
-            b.saturated_from_ns / 1e6, b.saturated_to_ns / 1e6);
+    fprintf(f, " | %9.3f %9.3f %9.3f %9.1f | %9.1f\n",
+            (b.saturated_to_ns - b.saturated_from_ns) / 1e6, b.saturated_from_ns / 1e6,
+            b.saturated_to_ns / 1e6, b.saturated_steal_ms, b.steal_ms);
   }
 }
 

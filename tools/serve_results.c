@@ -8,7 +8,7 @@
 
 const fl_serve_attr_col fl_attr_cols[FL_ATTR_COUNT] = {
     {"queries", 0},     {"store_rows", 0},    {"evictions", 0}, {"rounds_starved", 0},
-    {"rounds_shed", 0}, {"admit_wait_ms", 2}, {"gather_ms", 2}};
+    {"rounds_shed", 0}, {"admit_wait_ms", 2}, {"gather_ms", 2},   {"steal_ms", 1}};
 
 void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
   a->v[FL_ATTR_QUERIES] = (double)s->queries;
@@ -18,6 +18,7 @@ void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
   a->v[FL_ATTR_SHED] = (double)s->rounds_shed;
   a->v[FL_ATTR_ADMIT_WAIT] = s->ns_admission_wait / 1e6;
   a->v[FL_ATTR_GATHER] = s->ns_store_gather / 1e6;
+  a->v[FL_ATTR_STEAL] = 0; /* the sampler reads it beside the counters */
 }
 
 double fl_serve_achieved_rps(const fl_serve_level *l) {
@@ -76,19 +77,17 @@ static void context_of(const fl_serve_level *l, uint64_t i, uint64_t *busy, uint
   }
 }
 
-static void attrib_window(const fl_serve_level *l, uint64_t i, fl_serve_attrib *d,
-                          double *window_ms) {
-  const fl_serve_record *r = &l->rec[i];
-  uint64_t start = l->t0_ns + (uint64_t)r->start_ns, end = l->t0_ns + (uint64_t)r->end_ns;
+void fl_serve_attrib_between(const fl_serve_level *l, uint64_t start_ns, uint64_t end_ns,
+                             fl_serve_attrib *d, double *window_ms) {
   *d = (fl_serve_attrib){{0}};
   *window_ms = 0;
   if (!l->n_samples) return;
   uint64_t a = 0, b = l->n_samples - 1;
   /* The last read at or before the start, the first at or after the end
    * (reads are in time order; the first precedes t0, the last every end). */
-  for (uint64_t s = 0; s < l->n_samples && l->samples_at[s].t_ns <= start; s++) a = s;
+  for (uint64_t s = 0; s < l->n_samples && l->samples_at[s].t_ns <= start_ns; s++) a = s;
   for (uint64_t s = l->n_samples; s-- > a;)
-    if (l->samples_at[s].t_ns >= end) b = s;
+    if (l->samples_at[s].t_ns >= end_ns) b = s;
   for (int k = 0; k < FL_ATTR_COUNT; k++)
     d->v[k] = l->samples_at[b].a.v[k] - l->samples_at[a].a.v[k];
   *window_ms = (double)(l->samples_at[b].t_ns - l->samples_at[a].t_ns) / 1e6;
@@ -107,7 +106,8 @@ uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, fl_ser
     st->queue_us = l->queue_us[i], st->service_us = l->service_us[i], st->total_us = l->lat_us[i];
     st->dispatch_us = l->dispatch_us[i];
     context_of(l, i, &st->busy, &st->ahead);
-    attrib_window(l, i, &st->d, &st->window_ms);
+    fl_serve_attrib_between(l, l->t0_ns + (uint64_t)st->r->start_ns,
+                            l->t0_ns + (uint64_t)st->r->end_ns, &st->d, &st->window_ms);
   }
   free(idx);
   return m;

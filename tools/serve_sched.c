@@ -11,7 +11,9 @@
  * process's threads are read from /proc/self/task/TID/{status,schedstat,
  * comm}: open, read, close for each, about 6 us a thread, so only at a
  * level's ends. Their names group them by kind (fl_serve_kind): which pool
- * waited for a CPU. */
+ * waited for a CPU. And the machine's steal time (/proc/stat), which the
+ * sampler reads with the cache's counters: time the hypervisor gave this
+ * VM's CPUs to others, which no thread's account inside the VM shows. */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -79,6 +81,29 @@ void fl_serve_sched_self(fl_serve_sched *s) {
   fl_serve_probe_open(&p);
   fl_serve_probe_read(&p, s);
   fl_serve_probe_close(&p);
+}
+
+double fl_serve_steal_ms_of(const char *text) {
+  if (strncmp(text, "cpu ", 4) != 0) return 0;
+  /* cpu user nice system idle iowait irq softirq steal ...: ticks. */
+  const char *at = text + 4;
+  unsigned long long v = 0;
+  for (int field = 1; field <= 8; field++) {
+    char *end;
+    v = strtoull(at, &end, 10);
+    if (end == at) return 0;
+    at = end;
+  }
+  long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? (double)v * 1e3 / (double)hz : 0;
+}
+
+double fl_serve_steal_ms(int fd) {
+  char buf[512]; /* the first line fits */
+  ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  return fl_serve_steal_ms_of(buf);
 }
 
 double fl_serve_probe_cost_ns(int *known) {
