@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-query overhead of Cache.query over the raw fl_query call.
 
-Same cache, same all-hit batch, five ways, each followed by a synchronize of
+Same cache, same all-hit batch, six ways, each followed by a synchronize of
 the query's stream (timed too):
   c          fl_query through ctypes with argument structs built once (the "C call")
   prepared   PreparedQuery.run() of cache.prepare(ids, out=preallocated outputs):
@@ -10,6 +10,7 @@ the query's stream (timed too):
   query_new  Cache.query(ids), which allocates the outputs (torch.empty, ...)
   packed_out Cache.query_packed(tables, ids, counts, out): the same ids in one
              array, the vectors into one preallocated (tables * ids, dim) output
+  packed_new Cache.query_packed(tables, ids, counts), which allocates that output
 The overhead of a variant is its p50 minus the C call's p50, the floor
 measured in the same run. Rounds alternate the variants so that drift hits
 them alike; the garbage collector is off while timing. The whole measurement
@@ -46,7 +47,7 @@ except ImportError:  # run from the checkout: the package source, with FLECHE_LI
     import fleche
 from fleche import _lib
 
-VARIANTS = ("c", "prepared", "query_out", "query_new", "packed_out")
+VARIANTS = ("c", "prepared", "query_out", "query_new", "packed_out", "packed_new")
 DIM = 16
 CORPUS = 50_000
 
@@ -132,6 +133,7 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
         "query_out": lambda: cache.query(ids, out=outs),
         "query_new": lambda: cache.query(ids),
         "packed_out": lambda: cache.query_packed(names, packed_ids, counts, packed_out),
+        "packed_new": lambda: cache.query_packed(names, packed_ids, counts),
     }
     for _ in range(3):  # admit every row, then check that the batch is all hits
         cache.query(ids, out=outs)
@@ -150,12 +152,14 @@ def bench_size(cache: fleche.Cache, arr: Arrays, tables: int, n: int, iters: int
         check()
         arr.zero(packed_out)
         calls["packed_out"]()
+        packed_new = calls["packed_new"]()
         arr.sync()
         for j, name in enumerate(names):
             want = cache.store.gather(name, ids_np[name])
             if not (np.array_equal(arr.host(outs[name]), want)
                     and np.array_equal(arr.host(new[name]), want)
-                    and np.array_equal(arr.host(packed_out)[j * n:(j + 1) * n], want)):
+                    and np.array_equal(arr.host(packed_out)[j * n:(j + 1) * n], want)
+                    and np.array_equal(arr.host(packed_new)[j * n:(j + 1) * n], want)):
                 raise SystemExit(f"{tables}x{n}: wrong answer for {name}")
     total: Dict[str, List[int]] = {v: [] for v in VARIANTS}
     ret: Dict[str, List[int]] = {v: [] for v in VARIANTS}

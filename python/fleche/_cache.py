@@ -16,7 +16,7 @@ from ._buffers import (HOST, empty_like, from_capsule, ids_view, stream_handle, 
                        torch_facts, torch_order, vectors_view)
 from ._handle import Handle, _Owner
 from ._lib import lib as L
-from ._packed import unpack
+from ._packed import quick_out, unpack
 from ._prepared import PreparedQuery, _Binding
 from ._stats import CacheStats, CacheTableStats
 from ._store import Store
@@ -206,6 +206,9 @@ class Cache(_Owner):
             table named twice, tables of different dtypes, and every check
             of query()), and the errors of query().
         """
+        given = out
+        if out is None and stream is None and not self.closed:
+            out = quick_out(tables, ids, counts, self._keys)  # the usual call: allocated here
         if out is not None and not self.closed:
             # The usual call in C (fleche/_fast.c); None: declined, nothing
             # done, the Python path below raises or handles the rare case.
@@ -213,6 +216,7 @@ class Cache(_Owner):
                                    stream_handle(stream))
             if done is not None:
                 return done
+        out = given
         queries, outs, whole, allocated = unpack(tables, ids, counts, out, self._key_info,
                                                  lambda a: self._stream_of({0: a}, None, stream)[0])
         b = self._bind(queries, outs, stream)

@@ -8,9 +8,12 @@ cannot do exactly as this path would, and this path raises what is wrong."""
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from ._buffers import empty_like, ids_view
+import numpy as np
+
+from ._buffers import HOST, empty_like, ids_view
 from ._tables import TableRef
 from .errors import InvalidArgument
 
@@ -56,6 +59,43 @@ def _counts(counts: Any, tables: Sequence[TableRef]) -> List[int]:
     return out
 
 
+def _new_out(ids: Any, device: int, rows: int, elems: int, dims: List[int], dtype: str,
+             handle: int) -> Any:
+    """The output query_packed allocates: of the kind of the ids (as query()
+    allocates), (rows, dim) when the tables share dimension dim, else 1-D."""
+    if len(dims) == 1:
+        return empty_like(ids, device, rows, dims[0], dtype, handle)
+    return empty_like(ids, device, elems, 1, dtype, handle).reshape(-1)
+
+
+def quick_out(tables: Any, ids: Any, counts: Any, keys: Dict[TableRef, KeyInfo]) -> Any:
+    """The output of a usual call without `out`, allocated with no check
+    beyond what its shape needs, or None (then unpack allocates, with every
+    check): tables named before (in `keys`, Cache._keys), plain int counts,
+    one dtype, and NumPy or torch ids, whose outputs need no stream (torch
+    allocates on its current stream, which the call then runs on)."""
+    if type(tables) not in (list, tuple) or type(counts) not in (list, tuple):
+        return None
+    if not tables or len(tables) != len(counts):
+        return None
+    torch = sys.modules.get("torch")
+    if type(ids) is not np.ndarray and (torch is None or type(ids) is not torch.Tensor):
+        return None
+    rows = elems = 0
+    dims, dtypes = set(), set()
+    for key, n in zip(tables, counts):
+        info = keys.get(key) if type(key) is str or type(key) is int else None
+        if info is None or type(n) is not int or n < 0:
+            return None
+        rows += n
+        elems += n * info[1]
+        dims.add(info[1])
+        dtypes.add(info[2])
+    if len(dtypes) != 1:
+        return None
+    return _new_out(ids, HOST, rows, elems, sorted(dims), dtypes.pop(), 0)
+
+
 def unpack(tables: Any, ids: Any, counts: Any, out: Any, info: Callable[[TableRef], KeyInfo],
            stream: Callable[[Any], int]) -> Tuple[Dict[TableRef, Any], Dict[TableRef, Any], Any,
                                                     bool]:
@@ -86,10 +126,7 @@ def unpack(tables: Any, ids: Any, counts: Any, out: Any, info: Callable[[TableRe
     if allocated:
         handle = stream(ids)
         device = ids_view(ids, "query_packed ids", handle)[3]
-        if len(dims) == 1:
-            out = empty_like(ids, device, rows, dims[0], dtypes[0], handle)
-        else:
-            out = empty_like(ids, device, elems, 1, dtypes[0], handle).reshape(-1)
+        out = _new_out(ids, device, rows, elems, dims, dtypes[0], handle)
     oshape = tuple(getattr(out, "shape", ()))
     if len(oshape) == 2:
         if len(dims) != 1:

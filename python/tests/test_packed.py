@@ -175,6 +175,22 @@ def test_c_path_matches_python_path(store, cache, spans):
     assert got == [want for *_, want in cases], [w for w, *_ in cases]
 
 
+def test_an_allocating_call_takes_the_c_path(store, cache, spans):
+    # Once its tables are known, a call without `out` allocates the output
+    # and goes to C like one with it (C's fl_query is the spy here).
+    tables, counts = ["user", "ad"], [4, 3]
+    ids, _, want = packed(store, tables, counts)
+    np.testing.assert_array_equal(cache.query_packed(tables, ids, counts), want)  # Python path
+    calls = len(spans)
+    got = cache.query_packed(tables, ids, counts)
+    assert got.shape == (76,) and got.dtype == np.float32
+    assert len(spans) == calls + 1, "the second call went to C"
+    assert spans[-1] == [0, ids.ctypes.data, 4, got.ctypes.data,
+                         3, ids.ctypes.data + 4 * 8, 3, got.ctypes.data + 64 * 4]
+    declined = cache.query_packed(tables, ids, counts, stream=0)  # a stream: the Python path
+    assert len(spans) == calls + 1 and declined.shape == (76,)
+
+
 @pytest.mark.torch_cpu
 def test_torch_cpu_tensors(store, cache, spans):
     torch = pytest.importorskip("torch", reason="torch is not installed")
