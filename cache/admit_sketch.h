@@ -23,6 +23,7 @@
 #define FL_CACHE_ADMIT_SKETCH_H
 
 #include "common/hash.h"
+#include "common/mutant.h"
 
 #define FL_SKETCH_HASHES 4u
 #define FL_SKETCH_MAX 15u    /* a 4-bit counter's ceiling */
@@ -101,7 +102,7 @@ FL_HD uint32_t fl_sketch_uses(uint32_t times) {
  * sample of `sample`; *left: the additions counted after them. */
 FL_HD uint32_t fl_sketch_halvings(uint64_t additions, uint64_t sample, uint64_t *left) {
   uint32_t k = 0;
-  while (sample && additions >= sample) additions /= 2, k++;
+  while (sample && additions >= sample && !FL_MUTANT_ON(18)) additions /= 2, k++;
   *left = additions;
   return k;
 }

@@ -448,6 +448,7 @@ FL_HD void fl_index_clear_slot(const fl_index_view *v, uint64_t i) {
 #define FL_PROBATION_AGING 4u
 FL_HD uint32_t fl_index_age_bucket(uint32_t now, uint32_t ts) {
   uint32_t age = (now - ts) & FL_TS_BATCH; /* wraps correctly for counters 2^30 apart */
+  if (FL_MUTANT_ON(19) && age < FL_AGE_FUTURE) age = FL_AGE_FUTURE - 1u - age;
   if (age >= FL_AGE_FUTURE) return 0;
   if (!(ts & FL_TS_USED))
     age = age < FL_AGE_FUTURE / FL_PROBATION_AGING ? age * FL_PROBATION_AGING : FL_AGE_FUTURE - 1u;

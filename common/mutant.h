@@ -28,6 +28,8 @@
  * mutant 15 host: FL_KEY_BITS_AUTO takes 32-bit keys even where they fold ids together (cache/cache.c)
  * mutant 16 host: a cache created with unified entries gets 32-bit locations: no pointer can be made (cache/cache.c)
  * mutant 17 host: a query's begin never takes back the slots of queries whose events fired: slots and events grow with every all-hit query (cache/reclaim.c)
+ * mutant 18 host cuda: TinyLFU's sketch never ages: counts of long ago outweigh today's (cache/admit_sketch.h)
+ * mutant 19 host cuda: entries' ages are inverted: eviction takes the newest entries first (cache/index.h)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

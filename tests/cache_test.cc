@@ -84,6 +84,13 @@ class CacheTest : public testing::TestWithParam<Param> {
     return cfg;
   }
 
+  // A cache of `budget` bytes with TinyLFU admission, the rest as Config's.
+  fl::Cache TinyLfuCache(uint64_t budget) {
+    fl_config cfg = Config(budget);
+    cfg.admit_policy = FL_ADMIT_TINYLFU;
+    return MakeCache(cfg);
+  }
+
   fl::Cache MakeCache(const fl_config &cfg) {
     fl_cache *c = nullptr;
     fl_status s = fl_cache_create(store_.get(), &cfg, &c);
@@ -107,6 +114,22 @@ class CacheTest : public testing::TestWithParam<Param> {
   }
 
   // Runs one query of all tables and checks every row against the store.
+  // Queries ids [from, to) of table t alone, checks the answer, and waits
+  // for the query's admission (fl_cache_sync).
+  void QueryRange(fl_cache *c, size_t t, uint64_t from, uint64_t to) {
+    std::vector<std::vector<uint64_t>> ids(tables_.size());
+    for (uint64_t k = from; k < to; k++) ids[t].push_back(k);
+    QueryAndCheck(c, ids, nullptr, false);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c), c);
+  }
+
+  // The hits of QueryRange(c, t, from, to).
+  uint64_t HitsOfRange(fl_cache *c, size_t t, uint64_t from, uint64_t to) {
+    uint64_t before = Stats(c).hits;
+    QueryRange(c, t, from, to);
+    return Stats(c).hits - before;
+  }
+
   void QueryAndCheck(fl_cache *c, const std::vector<std::vector<uint64_t>> &ids, void *stream,
                      bool device_buffers) {
     size_t nt = tables_.size();
@@ -394,9 +417,7 @@ TEST_P(CacheTest, TinyLfuOracleWithAdmissionsAndEvictions) {
 // entries missed once, a row missed for the first time loses to them and a
 // row missed a second time wins. Only the wide table is queried.
 TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
-  fl_config cfg = Config(512 << 10);
-  cfg.admit_policy = FL_ADMIT_TINYLFU;
-  fl::Cache c = MakeCache(cfg);
+  fl::Cache c = TinyLfuCache(512 << 10);
   ASSERT_NE(c, nullptr);
   const size_t wide = 2;
   auto query = [&](const std::vector<uint64_t> &keys) {
@@ -434,6 +455,57 @@ TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
   EXPECT_GE(seen_hits, 90u) << "rows missed twice were not admitted";
 }
 
+// TinyLFU's sketch ages: rows missed often long ago weigh no more than rows
+// never seen once enough misses have passed since. A (100 rows) is missed 17
+// times: each time a store write to A's rows invalidates them after the
+// query admits them. With the pool full of rows missed once, A wins its
+// place on one more miss (most of it: the pool's free slots go first to the
+// rows most frequent in the batch): its frequency counts. Then a stream of
+// misses of other rows, many sketch samples long (halvings), and the pool
+// full of them again: now one miss no longer wins A a place.
+TEST_P(CacheTest, TinyLfuForgetsWhatWasFrequentLongAgo) {
+  fl::Cache c = TinyLfuCache(512 << 10);
+  ASSERT_NE(c, nullptr);
+  const size_t wide = 2;
+  const uint64_t kA = 100, kFrom = 1000, kCorpus = tables_[wide].corpus_size;
+  auto query = [&](uint64_t from, uint64_t to) { QueryRange(c.get(), wide, from, to); };
+  auto hits_of = [&](uint64_t from, uint64_t to) { return HitsOfRange(c.get(), wide, from, to); };
+  std::vector<uint64_t> a(kA);
+  for (uint64_t k = 0; k < kA; k++) a[k] = k;
+  std::vector<float> rows(kA * tables_[wide].dim);
+  auto rewrite_a = [&](int v) {  // new values: the cache drops A's rows
+    std::fill(rows.begin(), rows.end(), (float)v);
+    FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), wide, a.data(), kA, rows.data()), store_.get());
+  };
+  const uint64_t cap = Stats(c.get()).pool_bytes / RowBytes(tables_[wide]);
+  ASSERT_LT(kFrom + 2 * cap, kCorpus);
+  for (int i = 0; i < 17; i++) {
+    query(0, kA);
+    rewrite_a(i);
+  }
+  if (HasFatalFailure()) return;
+  // Rows missed once fill the pool past its watermarks: victims of one use.
+  for (uint64_t at = kFrom; at < kFrom + 2 * cap; at += cap / 4) query(at, at + cap / 4);
+  ASSERT_GT(Stats(c.get()).evictions, 0u);
+  query(0, kA);
+  // Winners take the slots the pool has free under its high watermark:
+  // most of A, not all.
+  EXPECT_GE(hits_of(0, kA), 50u) << "rows missed 18 times lost to victims missed once";
+  rewrite_a(100);
+  // Misses of other rows: 25 samples of the sketch (FL_SKETCH_SAMPLE, 10,
+  // additions a row the pool holds), the pool full of rows missed once.
+  const uint64_t stream = 25 * 10 * cap, batch = cap / 2;
+  uint64_t at = kFrom;
+  for (uint64_t done = 0; done < stream; done += batch) {
+    if (at + batch > kCorpus) at = kFrom;
+    query(at, at + batch);
+    at += batch;
+    if (HasFatalFailure()) return;
+  }
+  query(0, kA);
+  EXPECT_LE(hits_of(0, kA), 15u) << "rows missed often long ago still won on one miss";
+}
+
 // Eviction's probation: rows hit since their admission outlive younger rows
 // never hit. A is admitted and hit once; B is admitted later and never hit;
 // C then fills the pool past the high watermark, and the next round evicts
@@ -447,17 +519,8 @@ TEST_P(CacheTest, RowsHitSinceAdmissionOutliveYoungerRowsNeverHit) {
   fl::Cache c = MakeCache(cfg);
   ASSERT_NE(c, nullptr);
   const size_t wide = 2;
-  auto query = [&](uint64_t from, uint64_t to) {
-    std::vector<std::vector<uint64_t>> ids(tables_.size());
-    for (uint64_t k = from; k < to; k++) ids[wide].push_back(k);
-    QueryAndCheck(c.get(), ids, nullptr, false);
-    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
-  };
-  auto hits_of = [&](uint64_t from, uint64_t to) {
-    uint64_t before = Stats(c.get()).hits;
-    query(from, to);
-    return Stats(c.get()).hits - before;
-  };
+  auto query = [&](uint64_t from, uint64_t to) { QueryRange(c.get(), wide, from, to); };
+  auto hits_of = [&](uint64_t from, uint64_t to) { return HitsOfRange(c.get(), wide, from, to); };
   uint64_t cap = Stats(c.get()).pool_bytes / RowBytes(tables_[wide]);
   uint64_t a = cap * 3 / 10, b = 2 * a, c_end = b + cap * 35 / 100;
   ASSERT_LT(c_end + 8, tables_[wide].corpus_size);
