@@ -46,10 +46,10 @@ typedef struct fl_gather_job {
  * was found FL_GATHER_AHEAD rows before its copy (its index slot prefetched
  * as far again before that), and the copy reads the slot it names, or
  * looks again when the id moved meanwhile (the owner check of
- * fl_table_read_slot, as fl_table_read_ref). One index probe a row instead
- * of two: on a 2-core machine, 1.5-1.7x the rows a second on one thread,
- * 1.45x on two (PERFORMANCE_LOG, stop 33). ahead: FL_GATHER_AHEAD
- * references, by row modulo its size. 1 when found. */
+ * fl_table_read_slot, as fl_table_read_ref). So the index is probed once a
+ * row: a second probe for the copy costs about a third of the rows a
+ * second (PERFORMANCE_LOG, stop 33). ahead: FL_GATHER_AHEAD references, by
+ * row modulo its size. 1 when found. */
 static int fl_gather_hashed_row(const fl_gather_part *q, size_t i, size_t b, size_t e,
                                 uint64_t *ahead, unsigned char *dst, int for_device) {
   fl_table *t = q->t;

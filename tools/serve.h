@@ -191,8 +191,6 @@ void fl_serve_probe_close(fl_serve_probe *p);
  * /proc/stat opened as fd (its first line's eighth number); 0 when fd is
  * -1 or the line has no such field. */
 double fl_serve_steal_ms(int fd);
-/* The same from the text of /proc/stat. */
-double fl_serve_steal_ms_of(const char *text);
 /* The calling thread's totals, for a thread that reads them once. */
 void fl_serve_sched_self(fl_serve_sched *s);
 /* What one request's probes cost (two reads), ns, measured in the calling

@@ -83,7 +83,8 @@ void fl_serve_sched_self(fl_serve_sched *s) {
   fl_serve_probe_close(&p);
 }
 
-double fl_serve_steal_ms_of(const char *text) {
+/* fl_serve_steal_ms from the text of /proc/stat. */
+static double steal_ms_of(const char *text) {
   if (strncmp(text, "cpu ", 4) != 0) return 0;
   /* cpu user nice system idle iowait irq softirq steal ...: ticks. */
   const char *at = text + 4;
@@ -103,7 +104,7 @@ double fl_serve_steal_ms(int fd) {
   ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
   if (n <= 0) return 0;
   buf[n] = '\0';
-  return fl_serve_steal_ms_of(buf);
+  return steal_ms_of(buf);
 }
 
 double fl_serve_probe_cost_ns(int *known) {

@@ -206,17 +206,17 @@ class Cache(_Owner):
             table named twice, tables of different dtypes, and every check
             of query()), and the errors of query().
         """
-        given = out
-        if out is None and stream is None and not self.closed:
-            out = quick_out(tables, ids, counts, self._keys)  # the usual call: allocated here
-        if out is not None and not self.closed:
-            # The usual call in C (fleche/_fast.c); None: declined, nothing
-            # done, the Python path below raises or handles the rare case.
-            done = self._fast_call(_fast.query_packed, tables, ids, counts, out,
-                                   stream_handle(stream))
+        if not self.closed:
+            # The usual call in C (fleche/_fast.c), with `out` or, without it,
+            # one allocated here; None: declined, nothing done, the Python
+            # path below raises or handles the rare case.
+            fast_out = out
+            if fast_out is None and stream is None:
+                fast_out = quick_out(tables, ids, counts, self._keys)
+            done = None if fast_out is None else self._fast_call(
+                _fast.query_packed, tables, ids, counts, fast_out, stream_handle(stream))
             if done is not None:
                 return done
-        out = given
         queries, outs, whole, allocated = unpack(tables, ids, counts, out, self._key_info,
                                                  lambda a: self._stream_of({0: a}, None, stream)[0])
         b = self._bind(queries, outs, stream)
