@@ -4,9 +4,12 @@
  * backend's aging and victim bookkeeping. The CUDA rounds do the same on
  * the device (admit_kernels.cu, maint_kernels.cu). */
 #include <cuda_runtime_api.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/cuda_state.h"
+#include "common/cuda_check.h"
 #include "common/error.h"
 
 fl_status fl_freq_create(fl_cache *c, fl_part *p, double mean_slot) {
@@ -50,4 +53,19 @@ void fl_freq_age_host(fl_part *p) {
 
 void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n) {
   p->freq->victim = fl_admit_victim(victim_sum, victim_n, p->freq->victim);
+}
+
+fl_status fl_freq_reset_victim(fl_cache *c, fl_part *p) {
+  if (!p->freq) return FL_OK;
+  /* victim_sum, victim_n and victim lie together (admit_rule.h). */
+  size_t from = offsetof(fl_admit_freq, victim_sum);
+  size_t bytes = offsetof(fl_admit_freq, victim) + sizeof p->freq->victim - from;
+  if (c->fixed.backend != FL_BACKEND_CUDA) {
+    memset((char *)p->freq + from, 0, bytes);
+    return FL_OK;
+  }
+  cudaStream_t maint = (cudaStream_t)c->fixed.cuda->maint;
+  FL_CUDA_TRY(c, cudaMemsetAsync((char *)p->freq + from, 0, bytes, maint));
+  FL_CUDA_TRY(c, cudaStreamSynchronize(maint));
+  return FL_OK;
 }

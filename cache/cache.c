@@ -386,7 +386,8 @@ static void rounds_launched(fl_cache *c) {
 }
 
 /* Tombstones every entry of part `p` and retires the slabs; frees its limbo
- * (its round settled). Under c->lock. */
+ * (its round settled); TinyLFU's victim goes back to a new cache's. Under
+ * c->lock. */
 static fl_status clear_part(fl_cache *c, uint32_t p) {
   fl_part *part = &c->parts[p];
   uint64_t *locs = malloc((part->slots ? part->slots : 1) * sizeof *locs), n = 0;
@@ -397,6 +398,7 @@ static fl_status clear_part(fl_cache *c, uint32_t p) {
   if (st == FL_OK) part->dram_entries = 0;
   if (st == FL_OK) st = fl_maint_evict(c, part, FL_ENTRY_CACHED, now, 0, ~0ull, locs, &n);
   if (st == FL_OK) st = fl_cache_retire_removed(c, p, FL_ENTRY_CACHED, locs, n, 0);
+  if (st == FL_OK) st = fl_freq_reset_victim(c, part);
   free(locs);
   /* The last rounds' evicted slabs too, rather than at the next round. */
   if (st == FL_OK) fl_round_release_limbo(c, p);

@@ -111,6 +111,12 @@ void fl_freq_age_host(fl_part *p);
 /* Host backend: ends an eviction that took victim_n entries whose estimates
  * sum to victim_sum: they are the new victim frequency. */
 void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
+/* A cleared part's TinyLFU victim goes back to 0, a new cache's (admit_rule.h:
+ * until a part first evicts, every missed row wins a place): its pool is
+ * empty, and the rows the clear took are no victims of admission. Device
+ * memory on CUDA (the maintenance stream, waited for). Under c->lock, no
+ * round in flight. */
+fl_status fl_freq_reset_victim(fl_cache *c, fl_part *p);
 
 /* --- eviction and reclamation, under c->lock (cache/evict.c) --- */
 /* Frees reclaimable slabs, trims unified entries, then evicts down to the

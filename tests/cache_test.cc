@@ -506,6 +506,35 @@ TEST_P(CacheTest, TinyLfuForgetsWhatWasFrequentLongAgo) {
   EXPECT_LE(hits_of(0, kA), 15u) << "rows missed often long ago still won on one miss";
 }
 
+// A cleared cache refills as a new one. TinyLFU's victim is the mean
+// frequency of the rows the pool last evicted; a clear takes every row but
+// leaves the pool empty, so the victim goes back to 0 and every missed row
+// wins a place again, however often the cleared rows had been missed. Here
+// H (500 rows) is missed 10 times (a store write drops its rows after each
+// query), then cached and cleared; rows never seen then fill the pool on
+// one miss each.
+TEST_P(CacheTest, ClearedTinyLfuCacheAdmitsAsANewOne) {
+  fl::Cache c = TinyLfuCache(512 << 10);
+  ASSERT_NE(c, nullptr);
+  const size_t wide = 2;
+  const uint64_t kH = 500, kFresh = 5000;
+  std::vector<uint64_t> h(kH);
+  for (uint64_t k = 0; k < kH; k++) h[k] = k;
+  std::vector<float> rows(kH * tables_[wide].dim);
+  for (int i = 0; i < 10; i++) {
+    QueryRange(c.get(), wide, 0, kH);
+    std::fill(rows.begin(), rows.end(), (float)i);
+    FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), wide, h.data(), kH, rows.data()),
+                       store_.get());
+  }
+  QueryRange(c.get(), wide, 0, kH);
+  EXPECT_EQ(HitsOfRange(c.get(), wide, 0, kH), kH) << "H is cached before the clear";
+  FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
+  QueryRange(c.get(), wide, kFresh, kFresh + 200);
+  EXPECT_EQ(HitsOfRange(c.get(), wide, kFresh, kFresh + 200), 200u)
+      << "rows missed once did not enter the cleared pool";
+}
+
 // Eviction's probation: rows hit since their admission outlive younger rows
 // never hit. A is admitted and hit once; B is admitted later and never hit;
 // C then fills the pool past the high watermark, and the next round evicts
