@@ -12,7 +12,8 @@
 # backlog (an onset queued over the threshold and before every other such
 # stall, none and no saturation in the closed loop; the machine's steal time
 # over the level bounds that of its stretch and of its slowest requests), the
-# SVG is well-formed,
+# ideal queue's latency lies between the service time and the measured
+# latency (equal to the service in the closed loop), the SVG is well-formed,
 # a log-uniform size mix stays in its range, and bad usage exits 2.
 set -eu
 SERVE="$1"
@@ -41,6 +42,13 @@ assert sorted(sched_rows) == sorted(rows), sched_rows.keys()
 at = next(i for i, l in enumerate(text) if l.startswith("backlog per level"))
 assert sorted(level_rows(text[at:text.index("", at)])) == sorted(rows), "a backlog row a level"
 assert sum(l.startswith("slowest services of ") for l in text) == 3, "a service list a level"
+at = next(i for i, l in enumerate(text) if l.startswith("queueing per level"))
+assert "the p50 of open 50%" in text[at], text[at]
+queue_rows = level_rows(text[at:text.index("", at)])
+assert sorted(queue_rows) == sorted(rows), "a queueing row a level"
+for name, f in queue_rows.items():
+    i50, i99, i999, r99, r999 = map(float, f[2:5] + f[6:8])
+    assert 0 < i50 <= i99 <= i999 and r99 >= 0.99 and r999 >= 0.99, (name, f)
 for name, f in sched_rows.items():
     n, pre, slow, slow_pre = map(int, f[2:6])
     assert 0 <= slow_pre <= min(pre, slow) and max(pre, slow) <= n, (name, f)
@@ -133,6 +141,14 @@ for l in levels:
         assert l["queue_us"]["max"] == 0, "closed loop: no queueing"
         assert bl["onset"] is None and bl["saturated_ms"] == 0, bl
     assert 0 <= l["dispatch_us"]["p50"] <= l["dispatch_us"]["max"], l["label"]
+    # The ideal queue's latency: at least each request's service, at most its
+    # measured latency (the K-server queue is monotone in its starts); in the
+    # closed loop, the service itself.
+    ideal = l["ideal_us"]
+    for q in ("p50", "p99", "p999", "max"):
+        assert l["service_us"][q] - 0.02 <= ideal[q] <= lat[q] + 0.02, (l["label"], q, ideal, lat)
+        if l["mode"] == "closed":
+            assert abs(ideal[q] - l["service_us"][q]) < 0.02, (q, ideal, l["service_us"])
 xml.dom.minidom.parse(sys.argv[3])
 PY
 

@@ -306,6 +306,17 @@ double fl_serve_hit_rate(const fl_serve_level *l);
 /* Latency percentile (q in [0, 1]) in us: scheduled arrival to answer. */
 double fl_serve_latency_us(const fl_serve_level *l, double q);
 
+/* Each request's latency (us, by ticket) through the ideal FIFO queue of
+ * `workers` servers (fifo_queue.h) from the level's own arrivals and service
+ * times: what queueing alone makes of those service times at that rate. A
+ * request's measured latency is never below its ideal one; the difference is
+ * dispatch (a worker waking, taking the ticket, getting a CPU) carried
+ * through the queue. In the closed loop, where a request arrives as a
+ * worker takes it, it is the service time. A
+ * malloc'd array of l->n (the caller frees it); NULL on failure, with
+ * fl_error_get(NULL) saying why. */
+double *fl_serve_ideal_latency(const fl_serve_level *l, uint32_t workers);
+
 /* A request served in more than this is slow, for the scheduler's summary. */
 #define FL_SERVE_SLOW_US 1000.0
 
@@ -339,6 +350,10 @@ typedef struct fl_serve_result {
   double probe_ns;      /* what a request's scheduler probes cost */
   int run_delay_known;  /* /proc/thread-self/schedstat is there */
 } fl_serve_result;
+
+/* The open level of the lowest load, whose p50 the reports take as the
+ * unloaded latency; NULL without open levels. */
+const fl_serve_level *fl_serve_lightest(const fl_serve_result *res);
 
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     const fl_serve_result *res);

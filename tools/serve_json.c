@@ -142,6 +142,11 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
   fprintf(f, ",\n     ");
   percentiles(f, "dispatch_us", l->dispatch_us, l->n);
   fprintf(f, ",\n     ");
+  double *ideal = fl_serve_ideal_latency(l, o->threads);
+  if (ideal) percentiles(f, "ideal_us", ideal, l->n);
+  else fprintf(f, "\"ideal_us\": null");
+  free(ideal);
+  fprintf(f, ",\n     ");
   level_sched(f, l);
   fprintf(f, ",\n     ");
   backlog(f, l, o->threads);

@@ -1,10 +1,12 @@
 /* serve_report.c: the serving benchmark's tables on stdout: the setup, one
  * row per level, the scheduler's account per level and per level by thread
- * kind, the backlog per level, and per level the slowest requests (by total,
- * then by service) with what was going on around them. */
+ * kind, the backlog per level, the queueing per level against the ideal
+ * queue, and per level the slowest requests (by total, then by service) with
+ * what was going on around them. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "tools/serve.h"
 
 /* A run-queue delay (ns) in units of `unit` ns with `decimals`, or "-" when
@@ -94,6 +96,37 @@ static void print_backlog(FILE *f, const fl_serve_opts *o, const fl_serve_result
   }
 }
 
+/* Per level, its latency against the ideal queue's for the same requests,
+ * and both as multiples of the unloaded p50. */
+static void print_queue(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
+  const fl_serve_level *light = fl_serve_lightest(res);
+  double unloaded = light ? fl_serve_latency_us(light, 0.5) : 0;
+  fprintf(f, "\nqueueing per level (ideal: the level's own arrivals and service times through a "
+          "FIFO queue of %u workers that start a request the moment it has arrived and a worker "
+          "is free; latency beyond it is dispatch: workers waking, taking the request, getting a "
+          "CPU; x unl: a multiple of the unloaded p50, the p50 of %s, %.1f us)\n",
+          o->threads, light ? light->label : "no open level", unloaded);
+  fprintf(f, "%-12s %10s %10s %10s | %10s %10s | %10s %10s %10s %10s\n", "level", "ideal p50",
+          "ideal p99", "ideal p999", "p99/ideal", "p999/ideal", "p99 x unl", "ideal p99",
+          "p999 x unl", "ideal p999");
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    double *ideal = fl_serve_ideal_latency(l, o->threads);
+    if (!ideal) {
+      fprintf(f, "%-12s %s\n", l->label, fl_error_get(NULL));
+      continue;
+    }
+    double i50 = fl_percentile(ideal, l->n, 0.5), i99 = fl_percentile(ideal, l->n, 0.99);
+    double i999 = fl_percentile(ideal, l->n, 0.999);
+    double p99 = fl_serve_latency_us(l, 0.99), p999 = fl_serve_latency_us(l, 0.999);
+    double u = unloaded > 0 ? unloaded : 1;
+    fprintf(f, "%-12s %10.1f %10.1f %10.1f | %10.2f %10.2f | %10.2f %10.2f %10.2f %10.2f\n", l->label,
+            i50, i99, i999, i99 > 0 ? p99 / i99 : 0, i999 > 0 ? p999 / i999 : 0, p99 / u, i99 / u,
+            p999 / u, i999 / u);
+    free(ideal);
+  }
+}
+
 void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     const fl_serve_result *res) {
   const fl_serve_warm *warm = &res->warm;
@@ -133,6 +166,7 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   print_sched(f, res);
   print_kinds(f, res);
   print_backlog(f, o, res);
+  print_queue(f, o, res);
 }
 
 /* One list of a level's slowest requests by `rank`, under its heading: the

@@ -1,9 +1,12 @@
 /* serve_results.c: what a level's records and counter samples say: rates,
  * hit rate, latency percentiles, how often the scheduler took a worker's CPU
  * mid-request, the slowest requests (by total or by service) and, for one
- * request, what else was going on (other requests, the cache's counters). */
+ * request, what else was going on (other requests, the cache's counters);
+ * the latency the ideal queue gives the level's requests. */
 #include <stdlib.h>
 
+#include "common/error.h"
+#include "tools/fifo_queue.h"
 #include "tools/serve.h"
 
 const fl_serve_attr_col fl_attr_cols[FL_ATTR_COUNT] = {
@@ -111,4 +114,34 @@ uint32_t fl_serve_stalls(const fl_serve_level *l, const fl_serve_pool *p, fl_ser
   }
   free(idx);
   return m;
+}
+
+double *fl_serve_ideal_latency(const fl_serve_level *l, uint32_t workers) {
+  double *lat = malloc((l->n ? l->n : 1) * sizeof *lat);
+  int64_t *arrive = malloc((l->n ? l->n : 1) * sizeof *arrive);
+  fl_status s = FL_ERR_OUT_OF_MEMORY;
+  if (lat && arrive && !l->open) {
+    /* A closed loop's request arrives as a worker takes it (and its starts
+     * need not follow its tickets' order). */
+    for (uint64_t i = 0; i < l->n; i++) lat[i] = l->service_us[i];
+    s = FL_OK;
+  } else if (lat && arrive) {
+    for (uint64_t i = 0; i < l->n; i++) arrive[i] = l->rec[i].sched_ns;
+    s = fl_fifo_latency(arrive, l->service_us, l->n, workers, lat);
+  } else {
+    fl_fail(NULL, s, "%s: ideal queue of %llu requests", l->label, (unsigned long long)l->n);
+  }
+  free(arrive);
+  if (s == FL_OK) return lat;
+  free(lat);
+  return NULL;
+}
+
+const fl_serve_level *fl_serve_lightest(const fl_serve_result *res) {
+  const fl_serve_level *best = NULL;
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    if (l->open && (!best || l->load < best->load)) best = l;
+  }
+  return best;
 }
