@@ -13,8 +13,6 @@
 #include "common/cuda_check.h"
 #include "dram_store/store_internal.h"
 
-enum { FL_MAX_CONCURRENT_QUERIES = 64 };
-
 fl_status fl_cache_mem_alloc(fl_cache *c, uint64_t bytes, void **out) {
   *out = NULL;
   if (c->fixed.backend == FL_BACKEND_CUDA) {
@@ -248,12 +246,6 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
   (void)cudaGetLastError();
 }
 
-/* Pending sets beyond which a query waits for one rather than make another:
- * a new set costs tens of milliseconds of pinned and device allocation at
- * a large shape, a pending one frees when its admission round ends (on the
- * H100, a replay batch that allocates a third set takes 35-53 ms). */
-#define FL_SCRATCH_PENDING_MAX 2
-
 fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, uint32_t part,
                              fl_scratch **out, uint64_t *wait_ns, uint64_t *grow_ns) {
   fl_cuda_state *s = c->fixed.cuda;
@@ -296,6 +288,7 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
     pthread_mutex_lock(&s->scratch_lock);
   }
   uint64_t t_grow = fl_now_ns();
+  int made = !x;
   if (!x) {
     if (!s->scratch) {
       /* Sets are referenced by pointer while in use: one array, never moved. */
@@ -326,10 +319,12 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
   x->in_use = 1;
   size_t to_dev = s->want_dev, to_host = s->want_host;
   pthread_mutex_unlock(&s->scratch_lock);
-  size_t had_bytes = x->dev_bytes;
+  size_t had_bytes = x->dev_bytes, had_host = x->host_bytes;
   st = grow(c, &x->dev, &x->dev_bytes, dev_bytes, to_dev, &x->host, &x->host_bytes, host_bytes,
             to_host);
-  *grow_ns += fl_now_ns() - t_grow;
+  /* Only a set made or grown counts: a set taken as it was costs nothing. */
+  if (made || st != FL_OK || x->dev_bytes != had_bytes || x->host_bytes != had_host)
+    *grow_ns += fl_now_ns() - t_grow;
   /* New device memory holds no empty set, even at the old address. */
   if (x->dev_bytes != had_bytes) x->clean_set = NULL;
   if (st != FL_OK) {
@@ -340,6 +335,22 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
   }
   *out = x;
   return FL_OK;
+}
+
+fl_status fl_scratch_reserve(fl_cache *c, size_t dev_bytes, size_t host_bytes,
+                             uint32_t callers) {
+  fl_scratch *held[FL_MAX_CONCURRENT_QUERIES];
+  size_t want = (size_t)callers + FL_SCRATCH_PENDING_MAX, got = 0;
+  uint64_t wait_ns = 0, grow_ns = 0;
+  fl_status st = FL_OK;
+  /* Held sets count as running queries': each acquire takes a free or
+   * pending set, or makes one. */
+  while (got < want && st == FL_OK) {
+    st = fl_scratch_acquire(c, dev_bytes, host_bytes, FL_NO_PART, &held[got], &wait_ns, &grow_ns);
+    got += st == FL_OK;
+  }
+  for (size_t i = 0; i < got; i++) fl_scratch_release(c, held[i]);
+  return st;
 }
 
 void fl_scratch_keep(fl_cache *c, fl_scratch *x) {

@@ -89,6 +89,17 @@ fl_status fl_event_get(struct fl_cache *c, void **event);
 /* Maintenance scratch of at least these sizes (under the cache lock). */
 fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);
+/* Query scratch sets a cache makes at most. */
+enum { FL_MAX_CONCURRENT_QUERIES = 64 };
+/* Pending sets beyond which a query waits for one rather than make another:
+ * a new set costs tens of milliseconds of pinned and device allocation at
+ * a large shape, a pending one frees when its admission round ends (on the
+ * H100, a replay batch that allocates a third set takes 35-53 ms). */
+#define FL_SCRATCH_PENDING_MAX 2
+/* The most callers fl_cache_reserve makes sets for: one each, and the
+ * pending ones. */
+#define FL_RESERVE_MAX_CALLERS (FL_MAX_CONCURRENT_QUERIES - FL_SCRATCH_PENDING_MAX)
+
 /* A free query scratch set with at least these sizes, for a batch of part
  * `part` (FL_NO_PART: none). When none is free and FL_SCRATCH_PENDING_MAX
  * sets are still finishing (their query's stream or admission round), it
@@ -101,6 +112,15 @@ fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size
 fl_status fl_scratch_acquire(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                              uint32_t part, fl_scratch **out, uint64_t *wait_ns,
                              uint64_t *grow_ns);
+/* Makes sure `callers` (at most FL_RESERVE_MAX_CALLERS) concurrent queries
+ * of at most these sizes each find a set without making or growing one:
+ * with a set each and FL_SCRATCH_PENDING_MAX pending, a query waits for a
+ * pending set rather than make one. Takes that many sets (making them, or
+ * waiting for pending ones), grows them to these sizes and gives them back.
+ * Making or growing a set after this would allocate pinned memory, which
+ * holds every thread's CUDA calls meanwhile (PERFORMANCE_LOG, stop 34). */
+fl_status fl_scratch_reserve(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
+                             uint32_t callers);
 /* Marks a set a prepared query keeps for all its runs: other queries never
  * wait for it or shed its rounds. */
 void fl_scratch_keep(struct fl_cache *c, fl_scratch *s);

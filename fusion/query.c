@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cuda_state.h"
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "common/error.h"
@@ -121,11 +122,16 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
   return st;
 }
 
-fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
+fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: cache is NULL");
   if (keys > 0xffffffffull)
     return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %llu keys, more than 2^32-1",
                    (unsigned long long)keys);
+  if (callers == 0 || callers > FL_RESERVE_MAX_CALLERS)
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %u callers, not 1 to %d", callers,
+                   FL_RESERVE_MAX_CALLERS);
   if (queries > FL_LAUNCH_MAX_QUERIES) queries = FL_LAUNCH_MAX_QUERIES;
-  return fl_cache_fixed_of(c)->backend == FL_BACKEND_CUDA ? fl_query_cuda_reserve(c, keys, queries) : FL_OK;
+  return fl_cache_fixed_of(c)->backend == FL_BACKEND_CUDA
+             ? fl_query_cuda_reserve(c, keys, queries, callers)
+             : FL_OK;
 }

@@ -94,9 +94,10 @@ fl_status fl_plan_wait(fl_cache *c, fl_plan *pl);
 /* Engines: run a part batch end to end (probe, copies, misses, admission). */
 fl_status fl_query_part_host(fl_part_batch *b);
 fl_status fl_query_part_cuda(fl_part_batch *b);
-/* Grows one CUDA scratch set to a batch of `keys` keys in `queries` args of
- * the widest table, ids and outputs on the device (fl_cache_reserve). */
-fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries);
+/* Grows the CUDA scratch sets of `callers` concurrent callers to a batch of
+ * `keys` keys in `queries` args of the widest table, ids and outputs in host
+ * memory (the most a batch of that shape needs; fl_cache_reserve). */
+fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
 
 /* Adds a part batch's lookups, misses and pointer hits to the per-table
  * counters. */

@@ -250,16 +250,12 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
   return run_end(&r, st);
 }
 
-fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries) {
+fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers) {
   const fl_cache_fixed *f = fl_cache_fixed_of(c);
   fl_part_batch b = {.c = c, .f = f, .n_args = queries, .n_keys = keys};
   for (uint32_t t = 0; t < f->n_tables; t++)
     if (f->tables[t].vec_bytes > b.max_row) b.max_row = f->tables[t].vec_bytes;
   fl_run_layout l;
-  fl_run_layout_plan(&b, 0, 0, &l);
-  fl_scratch *x;
-  uint64_t wait_ns = 0, grow_ns = 0;
-  fl_status st = fl_scratch_acquire(c, l.total, l.host_total, FL_NO_PART, &x, &wait_ns, &grow_ns);
-  if (st == FL_OK) fl_scratch_release(c, x);
-  return st;
+  fl_run_layout_plan(&b, keys, keys * b.max_row, &l);
+  return fl_scratch_reserve(c, l.total, l.host_total, callers);
 }

@@ -425,12 +425,13 @@ void fl_prepared_destroy(fl_prepared *p);
 fl_status fl_cache_sync(fl_cache *c);
 
 /* Allocates, ahead of time, the query buffers (device and pinned host) for
- * one fl_query of up to `keys` ids in up to `queries` queries with ids and
- * outputs in device memory, as a server does at start-up: the first such
- * query then pays no allocation. Buffers otherwise grow on demand (by 1.5x);
- * concurrent callers get buffer sets of their own. Host backend: nothing to
- * do. Thread-safe. */
-fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries);
+ * `callers` threads calling fl_query at once (1 to 62), each call of up to
+ * `keys` ids in up to `queries` queries, ids and outputs anywhere, as a
+ * server does at start-up: while its calls stay within these, none
+ * allocates. Buffers otherwise grow on demand (by 1.5x), and allocating
+ * pinned memory holds every thread's CUDA calls meanwhile. Host backend:
+ * nothing to do. Thread-safe. */
+fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
 
 /* Sets how many index entries may point into the store (the unified index).
  * FL_ERR_UNSUPPORTED for n > 0 when the cache was created with

@@ -884,6 +884,47 @@ TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   EXPECT_EQ(s.hits, s.lookups);
 }
 
+// fl_cache_reserve for 4 callers: 4 threads on streams of their own, with
+// misses, admission rounds and evictions, host and device buffers, never
+// make or grow a buffer set while they query (setup_grow_ns 0 in every
+// call), each answer checked against the store. Without it, calls do (CUDA):
+// the count can fail. Host backend: no sets, nothing grows.
+TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  const size_t n = 200, threads = 4;
+  for (bool reserve : {false, true}) {
+    SCOPED_TRACE(reserve ? "reserved" : "not reserved");
+    fl::Cache c = MakeCache(Config(384 << 10));
+    ASSERT_NE(c, nullptr);
+    if (reserve)
+      FL_ASSERT_OK_CACHE(fl_cache_reserve(c.get(), n * tables_.size(), (uint32_t)tables_.size(),
+                                          (uint32_t)threads),
+                         c.get());
+    std::atomic<int> grew{0}, calls{0};
+    std::vector<std::thread> pool;
+    for (size_t th = 0; th < threads; th++) {
+      pool.emplace_back([&, th] {
+        cudaStream_t stream = nullptr;
+        if (cuda) cudaStreamCreate(&stream);
+        std::mt19937_64 rng(70 + th);
+        for (int batch = 0; batch < 12; batch++) {
+          QueryAndCheck(c.get(), Ids(rng, n - 50 * (batch % 3)), stream, cuda && (batch & 1));
+          fl_query_timing t;
+          fl_query_timing_last(&t);
+          grew += t.setup_grow_ns > 0;
+          calls++;
+        }
+        if (stream) cudaStreamDestroy(stream);
+      });
+    }
+    for (auto &t : pool) t.join();
+    EXPECT_EQ(calls.load(), 48);
+    if (cuda && !reserve) EXPECT_GT(grew.load(), 0);
+    else EXPECT_EQ(grew.load(), 0);
+    EXPECT_GT(Stats(c.get()).evictions, 0u);
+  }
+}
+
 // fl_query_timing_last describes this thread's last call: its counts are
 // the call's own (the statistics' change over it), its phases fit in its
 // total, and an all-hit call fetches nothing.
@@ -976,10 +1017,16 @@ TEST_P(CacheTest, BadInputChangesNothing) {
   EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(fl_query(nullptr, &q, 1, nullptr), FL_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(fl_cache_sync(nullptr), FL_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(fl_cache_reserve(nullptr, 10, 1), FL_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(fl_cache_reserve(c.get(), 1ull << 33, 4), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_reserve(nullptr, 10, 1, 1), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fl_cache_reserve(c.get(), 1ull << 33, 4, 1), FL_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("2^32-1"), std::string::npos)
       << fl_cache_last_error(c.get());
+  for (uint32_t callers : {0u, 63u}) {
+    EXPECT_EQ(fl_cache_reserve(c.get(), 10, 1, callers), FL_ERR_INVALID_ARGUMENT) << callers;
+    EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("callers, not 1 to 62"),
+              std::string::npos)
+        << fl_cache_last_error(c.get());
+  }
   // A good query beside a bad one (unknown table, NULL out): the call is
   // refused whole before anything runs: no row written, nothing counted or
   // admitted.

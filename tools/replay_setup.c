@@ -291,7 +291,7 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
   }
   /* As a server would at start-up: query buffers for a whole batch (one id
    * per table and sample), so the first batch pays no allocation. */
-  s = fl_cache_reserve(*out, (uint64_t)o->batch * w->n_tables, w->n_tables);
+  s = fl_cache_reserve(*out, (uint64_t)o->batch * w->n_tables, w->n_tables, 1);
   if (s != FL_OK) {
     fprintf(stderr, "error: reserving query buffers: %s: %s\n", fl_status_name(s),
             fl_cache_last_error(*out));

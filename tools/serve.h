@@ -67,6 +67,7 @@ typedef struct fl_serve_opts {
   int device_ids;       /* CUDA: a worker copies the request's ids to device memory
                            (one copy on its stream) before fl_query; else fl_query reads
                            them from the pinned request pool */
+  int no_reserve;       /* skip fl_cache_reserve for the K workers' largest request */
   uint32_t stalls;      /* slowest requests reported per level */
   uint32_t sample_ms;   /* period of the counter sampler, 0: none */
   double warm_seconds;  /* the warm-up stops here even if the hit rate still moves */

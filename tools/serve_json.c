@@ -167,13 +167,14 @@ fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve
   char sizes[256];
   fl_serve_sizes_desc(&o->sizes, sizes, sizeof sizes);
   const fl_serve_warm *w = &res->warm;
-  fprintf(f, "{\n  \"backend\": \"%s\", \"threads\": %u, \"sizes\": \"%s\", \"mean_samples\": %.2f,\n"
+  fprintf(f, "{\n  \"backend\": \"%s\", \"threads\": %u, \"reserved\": %s, \"sizes\": \"%s\", \"mean_samples\": %.2f,\n"
           "  \"tables\": %u, \"pool_requests\": %llu, \"pool_samples\": %llu, \"device_ids\": %s,\n"
           "  \"budget_bytes\": %llu, \"seconds\": %.3f, \"sample_ms\": %u,\n"
           "  \"scheduler_probe_us\": %.3f, \"run_delay_known\": %s,\n"
           "  \"warmup\": {\"rounds\": %u, \"seconds\": %.3f, \"hit_rate\": %.6f, \"rps\": %.2f, "
           "\"steady\": %s, \"first_p50_us\": %.2f, \"first_max_us\": %.2f},\n  \"levels\": [",
-          res->backend == FL_BACKEND_CUDA ? "cuda" : "host", o->threads, sizes,
+          res->backend == FL_BACKEND_CUDA ? "cuda" : "host", o->threads,
+          o->no_reserve ? "false" : "true", sizes,
           (double)p->samples / (double)p->n, p->n_tables, (unsigned long long)p->n,
           (unsigned long long)p->samples, o->device_ids ? "true" : "false",
           (unsigned long long)res->budget_bytes, o->seconds, o->sample_ms, res->probe_ns / 1e3,

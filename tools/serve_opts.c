@@ -52,6 +52,8 @@ static void usage(FILE *f) {
         "                      log:LO-HI (log-uniform) [64,256,1024,2048]\n"
         "  --device-ids        CUDA: copy ids to device memory first (default: fl_query\n"
         "                      reads them from pinned host memory)\n"
+        "  --no-reserve        skip fl_cache_reserve for the K workers' largest request\n"
+        "                      (default: reserved before the warm-up, as a server does)\n"
         "  --stalls N          slowest requests reported per level [10]\n"
         "  --warm-seconds S    longest warm-up [10]\n"
         "  --sample-ms N       read the cache's counters every N ms, for the stall\n"
@@ -121,6 +123,7 @@ static int refused(const char *a) {
 static int own_option(fl_serve_opts *o, int argc, char **argv, int *i) {
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   if (!strcmp(a, "--device-ids")) return o->device_ids = 1;
+  if (!strcmp(a, "--no-reserve")) return o->no_reserve = 1, 1;
   static const char *const with_value[] = {"--threads",   "--seconds",      "--loads",
                                            "--sizes",     "--stalls",       "--warm-seconds",
                                            "--sample-ms", "--host-threads", "--svg"};

@@ -136,10 +136,11 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
                     : p->pinned   ? "in pinned host memory"
                                   : "in host memory";
   fprintf(f, "serve: %s backend, cache %.1f MB, %u workers, requests of %s samples (mean %.0f) "
-          "x %u tables, ids %s; pool %llu requests\n",
+          "x %u tables, ids %s; pool %llu requests; query buffers %s\n",
           res->backend == FL_BACKEND_CUDA ? "CUDA" : "host", (double)res->budget_bytes / 1e6,
           o->threads, sizes, (double)p->samples / (double)p->n, p->n_tables, ids,
-          (unsigned long long)p->n);
+          (unsigned long long)p->n,
+          o->no_reserve ? "grown on demand (--no-reserve)" : "reserved for the workers");
   fprintf(f, "warm-up: %u rounds, %.2f s, hit rate %.2f%%, %.0f req/s (%s); first round: "
           "p50 %.1f us, max %.1f us\n", warm->rounds, warm->seconds, 100 * warm->hit_rate, warm->rps,
           warm->steady ? "steady" : "still moving at --warm-seconds", warm->first_p50_us,

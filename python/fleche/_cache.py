@@ -420,10 +420,12 @@ class Cache(_Owner):
         (fl_cache_sync). Host backend: returns at once."""
         self._call(L.fl_cache_sync)
 
-    def reserve(self, keys: int, queries: int) -> None:
-        """Allocates the query buffers for one query of up to `keys` ids in up to
-        `queries` tables ahead of time (fl_cache_reserve). Host backend: no-op."""
-        self._call(L.fl_cache_reserve, keys, queries)
+    def reserve(self, keys: int, queries: int, callers: int = 1) -> None:
+        """Allocates, ahead of time, the query buffers for `callers` threads
+        querying at once (1 to 62), each query of up to `keys` ids in up to
+        `queries` tables (fl_cache_reserve): while they stay within these, no
+        query allocates. Host backend: no-op."""
+        self._call(L.fl_cache_reserve, keys, queries, callers)
 
     def set_unified_entries(self, n: int) -> None:
         """Sets how many index entries may point into the store (the unified

@@ -240,7 +240,7 @@ _decl("fl_prepared_launch", _status, _prepared_p, c_void_p)
 _decl("fl_prepared_wait", _status, _prepared_p)
 _decl("fl_prepared_destroy", None, _prepared_p)
 _decl("fl_cache_sync", _status, _cache_p)
-_decl("fl_cache_reserve", _status, _cache_p, c_uint64, c_uint32)
+_decl("fl_cache_reserve", _status, _cache_p, c_uint64, c_uint32, c_uint32)
 _decl("fl_cache_set_unified_entries", _status, _cache_p, c_uint64)
 _decl("fl_cache_clear", _status, _cache_p)
 _decl("fl_cache_stats_get", _status, _cache_p, POINTER(fl_cache_stats),

@@ -64,6 +64,10 @@ def test_store_stats(store):
 
 def test_reserve_unified_and_sync(store, cache):
     cache.reserve(1 << 16, 4)  # host backend: nothing to do
+    cache.reserve(1 << 16, 4, callers=8)
+    for callers in (0, 63):
+        with pytest.raises(fleche.InvalidArgument, match="callers, not 1 to 62"):
+            cache.reserve(1 << 16, 4, callers=callers)
     with pytest.raises(fleche.Unsupported, match="unified_entries"):
         cache.set_unified_entries(100)  # created with none: no room for pointers
     with fleche.Cache(store, budget_bytes=8 << 20, backend="host", host_threads=2,
