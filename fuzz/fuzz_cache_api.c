@@ -1,8 +1,8 @@
 /* fuzz_cache_api.c: the cache's public API on the host backend, driven by the
  * input as a sequence of calls (fl_query, fl_store_upsert, fl_store_remove,
- * fl_cache_clear, fl_cache_set_unified_entries, fl_cache_stats_get) over a
- * small store: a dense fp32 table, a dense fp16 one and a hashed one, under a
- * budget small enough that admissions evict. The store is the oracle: every
+ * fl_cache_clear, fl_cache_set_unified_entries, fl_cache_reserve,
+ * fl_cache_stats_get) over a small store: a dense fp32 table, a dense fp16
+ * one and a hashed one, under a budget small enough that admissions evict. The store is the oracle: every
  * successful query must answer exactly what fl_store_gather gives for the
  * same ids (stale rows after upserts and removes, lost or torn rows after
  * evictions and clears all show up here), and each status must be the one
@@ -217,7 +217,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
         if (!refused) x.unified = want;
         break;
       }
-      default: op_stats(&x); break;
+      default:
+      {
+        /* Half the time a reserve (callers 0 and past 62 refused; nothing
+         * to allocate on the host), else the statistics. */
+        uint32_t r = (uint32_t)fuzz_take(&b, 1);
+        if (!(r & 1)) {
+          op_stats(&x);
+          break;
+        }
+        uint32_t callers = (r >> 1) % 70;
+        fuzz_status("fl_cache_reserve", fl_cache_reserve(x.c, fuzz_below(&b, 4096), MAX_QUERIES, callers),
+                    callers >= 1 && callers <= 62 ? FUZZ_ST(FL_OK) : FUZZ_ST(FL_ERR_INVALID_ARGUMENT),
+                    fl_cache_last_error(x.c));
+        break;
+      }
     }
   }
   op_stats(&x);
