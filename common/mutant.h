@@ -30,6 +30,7 @@
  * mutant 17 host: a query's begin never takes back the slots of queries whose events fired: slots and events grow with every all-hit query (cache/reclaim.c)
  * mutant 18 host cuda: TinyLFU's sketch never ages: counts of long ago outweigh today's (cache/admit_sketch.h)
  * mutant 19 host cuda: entries' ages are inverted: eviction takes the newest entries first (cache/index.h)
+ * mutant 20 cuda: fl_cache_reserve makes no buffer set: its callers' first queries allocate (cache/cuda_state.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H
