@@ -111,8 +111,7 @@ static void deliver(void *ctx) {
     fl_round_failed(c, j->part, st, fl_error_get(c));
   }
   pthread_mutex_unlock(&c->lock);
-  __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
-  if (j->release_x) fl_scratch_release(c, j->x);
+  fl_scratch_round_done(c, j->x, j->release_x);
   fl_cache_add(c, FL_STAT_NS_ADMISSION, fl_now_ns() - t0);
   fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu0);
   fl_admit_job_free(j);
@@ -124,8 +123,7 @@ static void drop(void *ctx) {
   fl_admit_job *j = ctx;
   j->x->clean_set = NULL;
   fl_cache_add(j->c, FL_STAT_ROUNDS_SHED, 1);
-  __atomic_store_n(&j->x->round_ticket, 0, __ATOMIC_RELEASE);
-  if (j->release_x) fl_scratch_release(j->c, j->x);
+  fl_scratch_round_done(j->c, j->x, j->release_x);
   fl_admit_job_free(j);
 }
 

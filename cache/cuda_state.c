@@ -366,3 +366,10 @@ void fl_scratch_release(fl_cache *c, fl_scratch *x) {
   x->kept = 0;
   pthread_mutex_unlock(&c->fixed.cuda->scratch_lock);
 }
+
+void fl_scratch_round_done(fl_cache *c, fl_scratch *x, int release) {
+  pthread_mutex_lock(&c->fixed.cuda->scratch_lock);
+  __atomic_store_n(&x->round_ticket, 0, __ATOMIC_RELEASE);
+  if (release) x->in_use = x->kept = 0;
+  pthread_mutex_unlock(&c->fixed.cuda->scratch_lock);
+}

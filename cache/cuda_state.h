@@ -127,6 +127,12 @@ void fl_scratch_keep(struct fl_cache *c, fl_scratch *s);
 /* Gives it back (kept or not); it becomes reusable once its busy_until and
  * admit_done events, recorded after the set's last uses, fire. */
 void fl_scratch_release(struct fl_cache *c, fl_scratch *s);
+/* The admission round that held the set is launched or shed: its ticket
+ * cleared and, with release, the set given back, in one step under the
+ * sets' lock. Apart, a query looking for a set in between would see one in
+ * use with no round, a running query's, and make a set more than
+ * fl_scratch_reserve provided for. */
+void fl_scratch_round_done(struct fl_cache *c, fl_scratch *s, int release);
 /* Waits until the admission round that holds the set, if any, is launched
  * (or shed by a newer round of its part). */
 void fl_scratch_unhold(struct fl_cache *c, fl_scratch *s);
