@@ -55,9 +55,15 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n) {
   p->freq->victim = fl_admit_victim(victim_sum, victim_n, p->freq->victim);
 }
 
+/* fl_freq_reset_victim clears victim_sum through victim in one stretch. */
+_Static_assert(offsetof(fl_admit_freq, victim_n) ==
+                       offsetof(fl_admit_freq, victim_sum) + sizeof(unsigned long long) &&
+                   offsetof(fl_admit_freq, victim) ==
+                       offsetof(fl_admit_freq, victim_n) + sizeof(unsigned long long),
+               "the victim's three fields lie together");
+
 fl_status fl_freq_reset_victim(fl_cache *c, fl_part *p) {
   if (!p->freq) return FL_OK;
-  /* victim_sum, victim_n and victim lie together (admit_rule.h). */
   size_t from = offsetof(fl_admit_freq, victim_sum);
   size_t bytes = offsetof(fl_admit_freq, victim) + sizeof p->freq->victim - from;
   if (c->fixed.backend != FL_BACKEND_CUDA) {
