@@ -338,6 +338,10 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
   return FL_OK;
 }
 
+/* fl_cache_reserve's callers get a set each, and the pending ones. */
+_Static_assert(FL_RESERVE_MAX_CALLERS + FL_SCRATCH_PENDING_MAX <= FL_MAX_CONCURRENT_QUERIES,
+               "a reserve fits the sets a cache makes");
+
 fl_status fl_scratch_reserve(fl_cache *c, size_t dev_bytes, size_t host_bytes,
                              uint32_t callers) {
   fl_scratch *held[FL_MAX_CONCURRENT_QUERIES];

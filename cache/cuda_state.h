@@ -96,9 +96,6 @@ enum { FL_MAX_CONCURRENT_QUERIES = 64 };
  * a large shape, a pending one frees when its admission round ends (on the
  * H100, a replay batch that allocates a third set takes 35-53 ms). */
 #define FL_SCRATCH_PENDING_MAX 2
-/* The most callers fl_cache_reserve makes sets for: one each, and the
- * pending ones. */
-#define FL_RESERVE_MAX_CALLERS (FL_MAX_CONCURRENT_QUERIES - FL_SCRATCH_PENDING_MAX)
 
 /* A free query scratch set with at least these sizes, for a batch of part
  * `part` (FL_NO_PART: none). When none is free and FL_SCRATCH_PENDING_MAX

@@ -128,7 +128,7 @@ fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_
     return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %llu keys, more than 2^32-1",
                    (unsigned long long)keys);
   if (callers == 0 || callers > FL_RESERVE_MAX_CALLERS)
-    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %u callers, not 1 to %d", callers,
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_cache_reserve: %u callers, not 1 to %u", callers,
                    FL_RESERVE_MAX_CALLERS);
   if (queries > FL_LAUNCH_MAX_QUERIES) queries = FL_LAUNCH_MAX_QUERIES;
   return fl_cache_fixed_of(c)->backend == FL_BACKEND_CUDA

@@ -227,9 +227,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
           break;
         }
         uint32_t callers = (r >> 1) % 70;
-        fuzz_status("fl_cache_reserve", fl_cache_reserve(x.c, fuzz_below(&b, 4096), MAX_QUERIES, callers),
-                    callers >= 1 && callers <= 62 ? FUZZ_ST(FL_OK) : FUZZ_ST(FL_ERR_INVALID_ARGUMENT),
-                    fl_cache_last_error(x.c));
+        int ok = callers >= 1 && callers <= FL_RESERVE_MAX_CALLERS;
+        fuzz_status("fl_cache_reserve",
+                    fl_cache_reserve(x.c, fuzz_below(&b, 4096), MAX_QUERIES, callers),
+                    ok ? FUZZ_ST(FL_OK) : FUZZ_ST(FL_ERR_INVALID_ARGUMENT), fl_cache_last_error(x.c));
         break;
       }
     }

@@ -425,13 +425,16 @@ void fl_prepared_destroy(fl_prepared *p);
 fl_status fl_cache_sync(fl_cache *c);
 
 /* Allocates, ahead of time, the query buffers (device and pinned host) for
- * `callers` threads calling fl_query at once (1 to 62), each call of up to
+ * `callers` threads calling fl_query at once (1 to FL_RESERVE_MAX_CALLERS,
+ * 62), each call of up to
  * `keys` ids in up to `queries` queries, ids and outputs anywhere, as a
  * server does at start-up: while its calls stay within these, none
  * allocates. Buffers otherwise grow on demand (by 1.5x), and allocating
  * pinned memory holds every thread's CUDA calls meanwhile. Host backend:
  * nothing to do. Thread-safe. */
 fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
+/* The most callers fl_cache_reserve takes. */
+#define FL_RESERVE_MAX_CALLERS 62u
 
 /* Sets how many index entries may point into the store (the unified index).
  * FL_ERR_UNSUPPORTED for n > 0 when the cache was created with

@@ -22,7 +22,8 @@ done
 # it runs one case per process, each given FL_RACECHECK_TIMEOUT seconds
 # (default 60), over the 64-bit flat layout's tests but the four longest
 # (batch sizes to a million, two churns, and TinyLFU's aging over thousands
-# of admission rounds, which run minutes under racecheck; memcheck covers them; FL_RACECHECK_FILTER widens it; FL_SANITIZERS picks the tools). A case that
+# of admission rounds, which run minutes under racecheck; memcheck covers
+# them; FL_RACECHECK_FILTER widens it; FL_SANITIZERS picks the tools). A case that
 # runs out of time is run once more (racecheck's stalls come and go); a case
 # that runs out twice fails the run, as hazards do: a case never finished
 # was never checked. 10 s before each try's end the test binary's watchdog

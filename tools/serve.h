@@ -313,9 +313,8 @@ double fl_serve_latency_us(const fl_serve_level *l, double q);
  * request's measured latency is never below its ideal one; the difference is
  * dispatch (a worker waking, taking the ticket, getting a CPU) carried
  * through the queue. In the closed loop, where a request arrives as a
- * worker takes it, it is the service time. A
- * malloc'd array of l->n (the caller frees it); NULL on failure, with
- * fl_error_get(NULL) saying why. */
+ * worker takes it, it is the service time. A malloc'd array of l->n (the
+ * caller frees it); NULL on failure, with fl_error_get(NULL) saying why. */
 double *fl_serve_ideal_latency(const fl_serve_level *l, uint32_t workers);
 
 /* A request served in more than this is slow, for the scheduler's summary. */

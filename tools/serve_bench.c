@@ -112,15 +112,16 @@ static fl_status setup(const fl_serve_opts *o, bench *b) {
   b->res.probe_ns = fl_serve_probe_cost_ns(&b->res.run_delay_known);
   s = fl_serve_pool_build(&b->w, o, b->res.backend == FL_BACKEND_CUDA, &b->pool);
   if (s != FL_OK) return s;
-  /* As a server does at start-up: buffers for K callers of the largest
-   * request, so that no request allocates (pinned allocation holds every
-   * thread's CUDA calls). */
+  /* As a server does at start-up: buffers for K callers (at most the
+   * reserve's limit) of the largest request, so that no request allocates
+   * (pinned allocation holds every thread's CUDA calls). */
   if (!o->no_reserve) {
+    uint32_t callers = o->threads < FL_RESERVE_MAX_CALLERS ? o->threads : FL_RESERVE_MAX_CALLERS;
     s = fl_cache_reserve(b->cache, (uint64_t)b->pool.max_samples * b->pool.n_tables,
-                         b->pool.n_tables, o->threads);
+                         b->pool.n_tables, callers);
     if (s != FL_OK) {
-      fprintf(stderr, "error: reserving query buffers for %u workers (--no-reserve skips it): %s: %s\n", o->threads,
-              fl_status_name(s), fl_cache_last_error(b->cache));
+      fprintf(stderr, "error: reserving query buffers for %u workers (--no-reserve skips it): "
+              "%s: %s\n", callers, fl_status_name(s), fl_cache_last_error(b->cache));
       return s;
     }
   }
