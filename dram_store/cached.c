@@ -23,7 +23,7 @@ void fl_cached_put(fl_store *s, uint32_t table, uint64_t changes, const fl_cache
 /* Erases every live slot of t (write_lock held). */
 static void erase_all(fl_table *t) {
   for (uint64_t r = 0; r < t->slots.next; r++) {
-    fl_row_head *h = fl_rows_slot(&t->slots, (uint32_t)r);
+    fl_row_head *h = fl_rows_head(&t->slots, (uint32_t)r);
     if (atomic_load_explicit(&h->live, memory_order_relaxed) & FL_ROW_LIVE)
       fl_table_erase(t, atomic_load_explicit(&h->owner, memory_order_relaxed));
   }
@@ -49,7 +49,7 @@ uint64_t fl_cached_evict(fl_store *s, fl_clock_hand *hand, uint64_t bytes) {
     fl_table *t = &s->tables[hand->table];
     pthread_mutex_lock(&t->write_lock);
     for (; hand->slot < t->slots.next && freed < bytes; hand->slot++) {
-      fl_row_head *h = fl_rows_slot(&t->slots, (uint32_t)hand->slot);
+      fl_row_head *h = fl_rows_head(&t->slots, (uint32_t)hand->slot);
       uint64_t live = atomic_load_explicit(&h->live, memory_order_relaxed);
       if (!(live & FL_ROW_LIVE)) continue;
       if (live & FL_ROW_USED) {

@@ -42,26 +42,29 @@ typedef struct fl_gather_job {
   int for_device;                  /* outputs bound for a GPU (row_copy.h) */
 } fl_gather_job;
 
-/* Row i of rows [b, e) of a part of hashed ids, read by id: its reference
- * was found FL_GATHER_AHEAD rows before its copy (its index slot prefetched
- * as far again before that), and the copy reads the slot it names, or
- * looks again when the id moved meanwhile (the owner check of
- * fl_table_read_slot, as fl_table_read_ref). So the index is probed once a
- * row: a second probe for the copy costs about a third of the rows a
- * second (PERFORMANCE_LOG, stop 33). ahead: FL_GATHER_AHEAD references, by
- * row modulo its size. 1 when found. */
+/* Row i of rows [b, e) of a part of hashed ids, read by id: its index slot
+ * was found FL_GATHER_AHEAD rows before its copy (and prefetched as far again
+ * before that), and the copy reads the row found there, or looks again when
+ * the id moved meanwhile (fl_table_read_found). So the index is probed once
+ * a row: a second probe for the copy costs about a third of the rows a
+ * second (PERFORMANCE_LOG, stop 33). ahead: FL_GATHER_AHEAD finds, by row
+ * modulo its size. 1 when found. */
 static int fl_gather_hashed_row(const fl_gather_part *q, size_t i, size_t b, size_t e,
-                                uint64_t *ahead, unsigned char *dst, int for_device) {
+                                fl_table_found *ahead, unsigned char *dst, int for_device) {
   fl_table *t = q->t;
-  uint64_t ref = i < b + FL_GATHER_AHEAD ? fl_table_ref(t, q->ids[i]) : ahead[i % FL_GATHER_AHEAD];
+  fl_table_found f;
+  if (i < b + FL_GATHER_AHEAD)
+    fl_table_find(t, q->ids[i], &f);
+  else
+    f = ahead[i % FL_GATHER_AHEAD];
   if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
   if (i + FL_GATHER_AHEAD < e) { /* into row i's place, read above */
-    uint64_t next = fl_table_ref(t, q->ids[i + FL_GATHER_AHEAD]);
-    ahead[i % FL_GATHER_AHEAD] = next;
-    fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], next);
+    fl_table_found *next = &ahead[i % FL_GATHER_AHEAD];
+    fl_table_find(t, q->ids[i + FL_GATHER_AHEAD], next);
+    fl_table_prefetch_found(t, next);
   }
-  if (ref && fl_table_read_slot(t, fl_table_ref_head(ref), q->ids[i], dst, for_device)) {
-    if (q->refs_out) q->refs_out[i] = ref;
+  if (f.slot && fl_table_read_found(t, q->ids[i], &f, dst, for_device)) {
+    if (q->refs_out) q->refs_out[i] = fl_table_found_ref(t, &f);
     return 1;
   }
   return fl_table_read(t, q->ids[i], dst, q->refs_out ? &q->refs_out[i] : NULL, for_device);
@@ -75,7 +78,7 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   unsigned char *out = q->out;
   const uint64_t *refs = q->refs;
   uint64_t miss = 0, elsewhere = 0;
-  uint64_t ahead[FL_GATHER_AHEAD]; /* hashed ids: fl_gather_hashed_row's */
+  fl_table_found ahead[FL_GATHER_AHEAD]; /* hashed ids: fl_gather_hashed_row's */
   int ok = 1;
   for (size_t i = b; i < e; i++) {
     int found;

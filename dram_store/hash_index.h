@@ -50,14 +50,25 @@ static inline fl_hslot *fl_hindex_home(const fl_hindex *ix, uint64_t id) {
   return (fl_hslot *)&ix->slot[fl_mix64(id) & ix->mask];
 }
 
-/* Reader (and writer): id's row number, or FL_HROW_EMPTY when absent. */
-static inline uint32_t fl_hindex_find(const fl_hindex *ix, uint64_t id) {
+/* Reader (and writer): the slot holding id, its row number in *row; NULL
+ * when id is absent. */
+static inline const fl_hslot *fl_hindex_find_slot(const fl_hindex *ix, uint64_t id,
+                                                  uint32_t *row) {
   for (uint64_t i = fl_mix64(id) & ix->mask;; i = (i + 1) & ix->mask) {
     const fl_hslot *s = &ix->slot[i];
     uint32_t r = atomic_load_explicit(&s->row, memory_order_acquire);
-    if (r == FL_HROW_EMPTY) return FL_HROW_EMPTY;
-    if (r != FL_HROW_TOMB && atomic_load_explicit(&s->key, memory_order_relaxed) == id) return r;
+    if (r == FL_HROW_EMPTY) return NULL;
+    if (r != FL_HROW_TOMB && atomic_load_explicit(&s->key, memory_order_relaxed) == id) {
+      *row = r;
+      return s;
+    }
   }
+}
+
+/* Reader (and writer): id's row number, or FL_HROW_EMPTY when absent. */
+static inline uint32_t fl_hindex_find(const fl_hindex *ix, uint64_t id) {
+  uint32_t r;
+  return fl_hindex_find_slot(ix, id, &r) ? r : FL_HROW_EMPTY;
 }
 
 /* Writer: adds id (absent) -> row; the index must fit one more (fits(ix, 1)). */

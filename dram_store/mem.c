@@ -14,10 +14,6 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-/* Blocks from this size up get huge-page alignment and advice: below it, a
- * huge page would mostly hold other blocks anyway. */
-#define FL_MEM_HUGE ((size_t)2 << 20)
-
 int fl_mem_init(fl_mem *m) {
   size_t sz = sizeof m->arena;
   return mallctl("arenas.create", &m->arena, &sz, NULL, 0) == 0 ? 0 : -1;
@@ -36,11 +32,14 @@ void *fl_mem_alloc(fl_mem *m, size_t bytes, int mem_flags) {
   if (mem_flags & FL_MEM_PAGES) bytes = fl_mem_round_pages(bytes);
   /* One alignment: MALLOCX_ALIGN encodes its log2, so two of them or'ed
    * together would ask for another alignment altogether. */
-  if (bytes >= FL_MEM_HUGE) flags |= MALLOCX_ALIGN(FL_MEM_HUGE);
-  else if (mem_flags & FL_MEM_PAGES) flags |= MALLOCX_ALIGN(FL_MEM_PAGE_BYTES);
+  if (bytes >= FL_MEM_HUGE_BYTES || (mem_flags & FL_MEM_HUGE_ALIGNED))
+    flags |= MALLOCX_ALIGN(FL_MEM_HUGE_BYTES);
+  else if (mem_flags & FL_MEM_PAGES)
+    flags |= MALLOCX_ALIGN(FL_MEM_PAGE_BYTES);
   void *p = mallocx(bytes, flags);
   /* Advice only: kernels without THP (or with it off) just ignore it. */
-  if (p && bytes >= FL_MEM_HUGE) (void)madvise(p, bytes & ~(FL_MEM_HUGE - 1), MADV_HUGEPAGE);
+  if (p && bytes >= FL_MEM_HUGE_BYTES)
+    (void)madvise(p, bytes & ~(FL_MEM_HUGE_BYTES - 1), MADV_HUGEPAGE);
   return p;
 }
 
@@ -61,9 +60,10 @@ void fl_mem_fini(fl_mem *m) { (void)m; }
 void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags) {
   (void)m;
   if (bytes == 0) return NULL;
-  if (flags & FL_MEM_PAGES) {
-    bytes = fl_mem_round_pages(bytes);
-    void *p = aligned_alloc(FL_MEM_PAGE_BYTES, bytes);
+  if (flags & (FL_MEM_PAGES | FL_MEM_HUGE_ALIGNED)) {
+    size_t align = (flags & FL_MEM_HUGE_ALIGNED) ? FL_MEM_HUGE_BYTES : FL_MEM_PAGE_BYTES;
+    bytes = fl_align_up(bytes, align); /* aligned_alloc asks a multiple of the alignment */
+    void *p = aligned_alloc(align, bytes);
     if (p && (flags & FL_MEM_ZERO)) memset(p, 0, bytes);
     return p;
   }

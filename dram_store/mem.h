@@ -22,7 +22,14 @@ void fl_mem_fini(fl_mem *m);
  * for device access (cudaHostRegister) without touching another block. */
 #define FL_MEM_ZERO 1
 #define FL_MEM_PAGES 2
+/* FL_MEM_HUGE_ALIGNED: the block starts on a FL_MEM_HUGE_BYTES boundary, so
+ * that an address inside a block of at most that size finds the block's
+ * start by masking (rows.h's chunks). */
+#define FL_MEM_HUGE_ALIGNED 4
 #define FL_MEM_PAGE_BYTES ((size_t)4096)
+/* Blocks from this size up get huge-page alignment and advice: below it, a
+ * huge page would mostly hold other blocks anyway. */
+#define FL_MEM_HUGE_BYTES ((size_t)2 << 20)
 
 /* The bytes an FL_MEM_PAGES block of `bytes` takes: whole pages. */
 static inline size_t fl_mem_round_pages(size_t bytes) {

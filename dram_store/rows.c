@@ -6,15 +6,15 @@
 #include "common/align.h"
 #include "dram_store/hash_index.h"
 
-/* Target chunk size: one huge page. */
-#define FL_ROWS_CHUNK_BYTES ((size_t)2 << 20)
-
 void fl_rows_init(fl_rows *p, size_t row_bytes) {
   memset(p, 0, sizeof *p);
   p->row_bytes = row_bytes;
-  p->stride = sizeof(fl_row_head) + fl_align_up(row_bytes, 8);
-  p->chunk_bits = 0;
-  while (((size_t)2 << p->chunk_bits) * p->stride <= FL_ROWS_CHUNK_BYTES) p->chunk_bits++;
+  p->vec_stride = fl_align_up(row_bytes, 8);
+  /* At least 127, and vec_stride at least 8: both divisors are at least 2 as
+   * fl_div32_of asks (vectors are at most 16 KiB: dim 4096, store.c). */
+  p->per_chunk = FL_ROWS_CHUNK_BYTES / (p->vec_stride + sizeof(fl_row_head));
+  p->by_chunk = fl_div32_of((uint32_t)p->per_chunk);
+  p->by_stride = fl_div32_of((uint32_t)p->vec_stride);
   atomic_init(&p->dir, NULL);
 }
 
@@ -59,14 +59,13 @@ int fl_rows_reserve(fl_rows *p, fl_mem *m, fl_grace *g, uint64_t n) {
   if (n <= p->n_free) return 0;
   uint64_t slots = p->next + (n - p->n_free);
   if (slots > FL_HROW_LIMIT) return -1;
-  uint64_t per_chunk = (uint64_t)1 << p->chunk_bits;
-  uint64_t chunks = (slots + per_chunk - 1) / per_chunk;
+  uint64_t chunks = (slots + p->per_chunk - 1) / p->per_chunk;
   /* Every slot handed out may come back: the free stack must hold them all. */
   if (slots > p->free_cap && fl_rows_grow_free(p, m, slots) != 0) return -1;
   if (chunks > p->dir_cap && fl_rows_grow_dir(p, m, g, chunks) != 0) return -1;
   unsigned char **dir = atomic_load(&p->dir);
   while (p->chunks < chunks) {
-    dir[p->chunks] = fl_mem_alloc(m, per_chunk * p->stride, 0);
+    dir[p->chunks] = fl_mem_alloc(m, FL_ROWS_CHUNK_BYTES, FL_MEM_HUGE_ALIGNED);
     if (!dir[p->chunks]) return -1;
     p->chunks++;
   }

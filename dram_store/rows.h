@@ -1,12 +1,19 @@
-/* rows.h: row storage of a hashed table. Rows live in slots of fixed-size
- * chunks that never move while the store lives (the cache's unified index may
- * point at them); a directory of chunk pointers grows by copy, publication and
- * a grace period. Released slots are reused through a free stack.
+/* rows.h: row storage of a hashed table. Rows live in slots of 2 MiB chunks
+ * that never move while the store lives (the cache's unified index may point
+ * at them); a directory of chunk pointers grows by copy, publication and a
+ * grace period. Released slots are reused through a free stack.
  *
- * A slot is an 8-byte header holding its owner id, then the vector. The owner
- * is written under the row's seqlock together with the vector, so a reader
- * that copied a consistent slot whose owner is not the id it looked up knows
- * the index gave it a stale row (deleted or reused) and looks again. */
+ * A slot is a vector and a 16-byte header (its owner id and live flag). A
+ * chunk holds its vectors first, back to back, then their headers: a vector
+ * whose size is a multiple of 64 bytes starts on a cache line and spans only
+ * its own lines, and a read by id (table.h) touches the index slot and the
+ * vector and nothing else. A chunk is aligned to its size, so a vector's
+ * address finds its header (fl_rows_head_of): a reference to a row is the
+ * address of its vector.
+ *
+ * The owner is written under the row's seqlock together with the vector, so
+ * a reader holding a reference that copied a consistent slot whose owner is
+ * not the id it asked for knows the slot was reused and looks the id up. */
 #ifndef FL_DRAM_STORE_ROWS_H
 #define FL_DRAM_STORE_ROWS_H
 
@@ -14,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fastdiv.h"
 #include "dram_store/grace.h"
 #include "dram_store/mem.h"
 
@@ -32,10 +40,15 @@ typedef struct fl_row_head {
 #define FL_ROW_LIVE 1u
 #define FL_ROW_USED 2u
 
+/* Bytes of a chunk, and its alignment. */
+#define FL_ROWS_CHUNK_BYTES FL_MEM_HUGE_BYTES
+
 typedef struct fl_rows {
   size_t row_bytes;          /* bytes of one vector */
-  size_t stride;             /* bytes of one slot: header + vector, a multiple of 8 */
-  uint32_t chunk_bits;       /* log2 of slots per chunk (chunks are about 2 MiB) */
+  size_t vec_stride;         /* bytes from one vector to the next: row_bytes rounded to 8 */
+  uint64_t per_chunk;        /* slots in a chunk: its vectors, then as many headers */
+  fl_div32 by_chunk;         /* divides by per_chunk */
+  fl_div32 by_stride;        /* divides by vec_stride */
   unsigned char **_Atomic dir; /* chunk pointers; swapped seq_cst when grown (see grace.h) */
   uint64_t dir_cap;          /* entries in dir */
   uint64_t chunks;           /* entries of dir holding an allocated chunk */
@@ -55,12 +68,26 @@ uint32_t fl_rows_take(fl_rows *p);
 /* Writer: returns slot r for reuse. */
 void fl_rows_give(fl_rows *p, uint32_t r);
 
-/* Slot r's header; its vector follows at +sizeof(fl_row_head). Readers call
- * this after finding r in the index, so the directory they load covers r. */
-static inline fl_row_head *fl_rows_slot(fl_rows *p, uint32_t r) {
+/* Slot r's vector. Readers call this after finding r in the index, so the
+ * directory they load covers r. */
+static inline unsigned char *fl_rows_vec(fl_rows *p, uint32_t r) {
   unsigned char **dir = atomic_load(&p->dir);
-  uint64_t mask = ((uint64_t)1 << p->chunk_bits) - 1;
-  return (fl_row_head *)(dir[r >> p->chunk_bits] + (r & mask) * p->stride);
+  uint32_t c = fl_div32_q(p->by_chunk, r);
+  return dir[c] + (r - c * p->per_chunk) * p->vec_stride;
+}
+
+/* The header of the slot whose vector is at vec: the chunk's start by its
+ * alignment, the slot's number in the chunk by the vector's offset. Reads no
+ * memory. */
+static inline fl_row_head *fl_rows_head_of(const fl_rows *p, const void *vec) {
+  uintptr_t a = (uintptr_t)vec, base = a & ~(uintptr_t)(FL_ROWS_CHUNK_BYTES - 1);
+  fl_row_head *heads = (fl_row_head *)(base + p->per_chunk * p->vec_stride);
+  return heads + fl_div32_q(p->by_stride, (uint32_t)(a - base));
+}
+
+/* Slot r's header. */
+static inline fl_row_head *fl_rows_head(fl_rows *p, uint32_t r) {
+  return fl_rows_head_of(p, fl_rows_vec(p, r));
 }
 
 #endif

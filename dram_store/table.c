@@ -92,12 +92,13 @@ int fl_table_put(fl_table *t, uint64_t id, const void *vec) {
   uint32_t r = fl_hindex_find(ix, id);
   int fresh = r == FL_HROW_EMPTY;
   if (fresh) r = fl_rows_take(&t->slots);
-  fl_row_head *h = fl_rows_slot(&t->slots, r);
+  unsigned char *row = fl_rows_vec(&t->slots, r);
+  fl_row_head *h = fl_rows_head_of(&t->slots, row);
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->owner, id, memory_order_relaxed);
   atomic_store_explicit(&h->live, FL_ROW_LIVE, memory_order_relaxed);
-  fl_table_write_row(h + 1, vec, t->row_bytes);
+  fl_table_write_row(row, vec, t->row_bytes);
   fl_seq_write_end(s);
   if (fresh) {
     /* Published only once the row is complete. */
@@ -112,7 +113,7 @@ int fl_table_erase(fl_table *t, uint64_t id) {
   if (r == FL_HROW_EMPTY) return 0;
   /* Readers that still reach r through a stale probe or reference see a
    * slot that is not live. */
-  fl_row_head *h = fl_rows_slot(&t->slots, r);
+  fl_row_head *h = fl_rows_head(&t->slots, r);
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   fl_seq_write_begin(s);
   atomic_store_explicit(&h->live, 0, memory_order_relaxed);
@@ -134,7 +135,7 @@ int fl_table_walk(fl_table *t, fl_row_fn fn, void *ctx) {
     uint32_t r = atomic_load_explicit(&ix->slot[i].row, memory_order_relaxed);
     if (r == FL_HROW_EMPTY || r == FL_HROW_TOMB) continue;
     rc = fn(ctx, atomic_load_explicit(&ix->slot[i].key, memory_order_relaxed),
-            fl_rows_slot(&t->slots, r) + 1);
+            fl_rows_vec(&t->slots, r));
   }
   return rc;
 }

@@ -75,11 +75,31 @@ int fl_table_erase(fl_table *t, uint64_t id);
 typedef int (*fl_row_fn)(void *ctx, uint64_t id, const void *vec);
 int fl_table_walk(fl_table *t, fl_row_fn fn, void *ctx);
 
-/* Reader hints, issued ahead of fl_table_read so that the cache misses of
- * many rows overlap: fl_table_prefetch_index some rows ahead (hashed tables:
- * the id's home slot), then fl_table_prefetch_row fewer rows ahead (the row's
- * first two and its last cache line; for hashed tables this probes the by then cached
- * index to learn where the row is). */
+/* Where a hashed id was found (fl_table_find): the index probed, the id's
+ * slot in it and the row number read there. slot is NULL when id was absent. */
+typedef struct fl_table_found {
+  const fl_hindex *ix;
+  const fl_hslot *slot;
+  uint32_t row;
+} fl_table_found;
+
+/* Reader, hashed tables: probes the index for id; 1 when found. */
+static inline int fl_table_find(fl_table *t, uint64_t id, fl_table_found *f) {
+  f->ix = atomic_load(&t->index);
+  f->slot = fl_hindex_find_slot(f->ix, id, &f->row);
+  return f->slot != NULL;
+}
+
+/* A reference to the row found (fl_table_ref's). */
+static inline uint64_t fl_table_found_ref(fl_table *t, const fl_table_found *f) {
+  return (uint64_t)(uintptr_t)fl_rows_vec(&t->slots, f->row);
+}
+
+/* Reader hints, issued ahead of the reads so that the cache misses of many
+ * rows overlap: fl_table_prefetch_index some rows ahead (hashed tables: the
+ * id's home slot), then fl_table_prefetch_row (or, holding what
+ * fl_table_find gave, fl_table_prefetch_found) fewer rows ahead: the row's
+ * first two and its last cache line. */
 static inline void fl_table_prefetch_index(fl_table *t, uint64_t id) {
   /* Acquire, not relaxed: the home slot's address reads the index's mask,
    * which a rebuild wrote before publishing the index. */
@@ -87,35 +107,50 @@ static inline void fl_table_prefetch_index(fl_table *t, uint64_t id) {
     __builtin_prefetch(fl_hindex_home(atomic_load_explicit(&t->index, memory_order_acquire), id));
 }
 
-static inline void fl_table_prefetch_row(fl_table *t, uint64_t id) {
-  const char *p;
-  size_t bytes = t->row_bytes;
-  if (t->dense) {
-    p = (const char *)(t->dense + id * t->row_bytes);
-  } else {
-    uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
-    if (r == FL_HROW_EMPTY) return;
-    p = (const char *)fl_rows_slot(&t->slots, r);
-    bytes += sizeof(fl_row_head);
-  }
+static inline void fl_prefetch_lines(const void *row, size_t bytes) {
+  const char *p = (const char *)row;
   __builtin_prefetch(p);
   __builtin_prefetch(p + 64);
-  __builtin_prefetch(p + bytes - 1); /* slots of hashed tables straddle lines */
+  __builtin_prefetch(p + bytes - 1);
 }
 
-/* The seqlock stripe of hashed slot h. Keyed by the slot's address, not its
- * number: a reader holding only a reference to the row (fl_table_read_ref)
- * has no slot number, and slots never move, so the address names the slot. */
+static inline void fl_table_prefetch_found(fl_table *t, const fl_table_found *f) {
+  if (f->slot) fl_prefetch_lines(fl_rows_vec(&t->slots, f->row), t->row_bytes);
+}
+
+static inline void fl_table_prefetch_row(fl_table *t, uint64_t id) {
+  if (t->dense) {
+    fl_prefetch_lines(t->dense + id * t->row_bytes, t->row_bytes);
+    return;
+  }
+  fl_table_found f;
+  if (fl_table_find(t, id, &f)) fl_table_prefetch_found(t, &f);
+}
+
+/* The seqlock stripe of the hashed slot whose header is h. Keyed by the
+ * header's address, not the slot's number: a reader holding only a
+ * reference to the row (fl_table_read_ref) has no slot number, and slots
+ * never move, so the address names the slot. */
 static inline _Atomic uint32_t *fl_table_slot_seq(fl_table *t, const fl_row_head *h) {
   return fl_seq_of(&t->env->seq, t->id, (uintptr_t)h / sizeof *h);
 }
 
-/* Reader: copies slot h's vector into out, torn-free; returns 1 when the
- * copy is id's current row (the slot live and owned by id, read together
- * with the vector), else 0 (out then holds another row: overwrite it).
- * for_device: out goes to a GPU (fl_row_copy). */
-static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, void *out,
+/* The CLOCK bit of a cached table's slot (cached.c): set once, outside the
+ * seqlock, by an atomic or that a concurrent write's plain store may undo
+ * (harmless). */
+static inline void fl_table_mark_used(fl_table *t, fl_row_head *h) {
+  if (t->cached && !(atomic_load_explicit(&h->live, memory_order_relaxed) & FL_ROW_USED))
+    atomic_fetch_or(&h->live, FL_ROW_USED);
+}
+
+/* Reader: copies the vector at vec (a reference's, its tag bit cleared)
+ * into out, torn-free; returns 1 when the copy is id's current row (the
+ * slot live and owned by id, read together with the vector), else 0 (out
+ * then holds another row: overwrite it). for_device: out goes to a GPU
+ * (fl_row_copy). */
+static inline int fl_table_read_slot(fl_table *t, const void *vec, uint64_t id, void *out,
                                      int for_device) {
+  fl_row_head *h = fl_rows_head_of(&t->slots, vec);
   _Atomic uint32_t *s = fl_table_slot_seq(t, h);
   uint32_t v;
   uint64_t owner, live;
@@ -123,12 +158,42 @@ static inline int fl_table_read_slot(fl_table *t, fl_row_head *h, uint64_t id, v
     v = fl_seq_read_begin(s);
     owner = atomic_load_explicit(&h->owner, memory_order_relaxed);
     live = atomic_load_explicit(&h->live, memory_order_relaxed);
-    fl_row_copy(out, h + 1, t->row_bytes, for_device);
+    fl_row_copy(out, vec, t->row_bytes, for_device);
   } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
   if (!(live & FL_ROW_LIVE) || (owner != id && !FL_MUTANT_ON(6))) return 0;
-  /* The CLOCK bit (cached.c): set once, outside the seqlock, by an
-   * atomic or that a concurrent write's plain store may undo (harmless). */
-  if (t->cached && !(live & FL_ROW_USED)) atomic_fetch_or(&h->live, FL_ROW_USED);
+  fl_table_mark_used(t, h);
+  return 1;
+}
+
+/* Reader: copies the row fl_table_find found for id into out, torn-free,
+ * without reading the slot's header; 1 when the copy is id's current row,
+ * else 0 (find again). The copy is id's when, read after it, the table's
+ * index is still the one probed, its slot still maps id to the same row, and
+ * the row's seqlock has not moved since before the copy:
+ * - a writer that reused the row for another id first removed id from the
+ *   index the reader probed, or published a newer index before removing it
+ *   (then the index check fails), and then wrote the row under its seqlock;
+ *   a reader whose copy saw any of that write sees the seqlock move, or took
+ *   its first seqlock value after the write, and so sees the removal too;
+ * - a writer that gave the row back to id (removed, then added again in the
+ *   same row) wrote it before publishing the slot: a reader that sees the
+ *   slot again (acquire) sees the seqlock moved past that write. */
+static inline int fl_table_read_found(fl_table *t, uint64_t id, const fl_table_found *f,
+                                      void *out, int for_device) {
+  const unsigned char *vec = fl_rows_vec(&t->slots, f->row);
+  fl_row_head *h = fl_rows_head_of(&t->slots, vec);
+  _Atomic uint32_t *s = fl_table_slot_seq(t, h);
+  uint32_t v;
+  do {
+    v = fl_seq_read_begin(s);
+    fl_row_copy(out, vec, t->row_bytes, for_device);
+  } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
+  if (!FL_MUTANT_ON(21) &&
+      (atomic_load_explicit(&f->slot->row, memory_order_acquire) != f->row ||
+       atomic_load_explicit(&f->slot->key, memory_order_relaxed) != id ||
+       atomic_load(&t->index) != f->ix || atomic_load_explicit(s, memory_order_relaxed) != v))
+    return 0;
+  fl_table_mark_used(t, h);
   return 1;
 }
 
@@ -150,51 +215,44 @@ static inline int fl_table_read(fl_table *t, uint64_t id, void *out, uint64_t *r
     } while (!FL_MUTANT_ON(3) && fl_seq_read_retry(s, v));
     return 1;
   }
-  for (;;) {
-    uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
-    if (r == FL_HROW_EMPTY) {
-      if (ref) *ref = 0;
-      return 0;
-    }
-    /* A stale slot (the id was removed, the slot reused): look again. */
-    fl_row_head *h = fl_rows_slot(&t->slots, r);
-    if (fl_table_read_slot(t, h, id, out, for_device)) {
-      if (ref) *ref = (uint64_t)(uintptr_t)(h + 1);
+  fl_table_found f;
+  /* A row changed under the copy, or the id moved: look again. */
+  while (fl_table_find(t, id, &f))
+    if (fl_table_read_found(t, id, &f, out, for_device)) {
+      if (ref) *ref = fl_table_found_ref(t, &f);
       return 1;
     }
-  }
+  if (ref) *ref = 0;
+  return 0;
 }
 
 /* A reference to id's row (fl_store_refs): the address of its vector, even
- * (dense rows are 2-byte aligned, hashed slots 8-byte aligned), so the cache
- * may tag its low bit. Dense tables: t->dense + id * row_bytes, which never
- * changes. Hashed tables: the vector inside id's slot, its header just before;
- * valid memory while the store lives (slots never move or get freed), but
- * holding id only until id is removed. Callers are inside a grace section. */
+ * (dense rows are 2-byte aligned, hashed vectors 8-byte aligned), so the
+ * cache may tag its low bit. Dense tables: t->dense + id * row_bytes, which
+ * never changes. Hashed tables: the vector of id's slot; valid memory while
+ * the store lives (slots never move or get freed), but holding id only
+ * until id is removed. Callers are inside a grace section. */
 static inline uint64_t fl_table_ref(fl_table *t, uint64_t id) {
   if (t->dense) return (uint64_t)(uintptr_t)(t->dense + id * t->row_bytes);
-  uint32_t r = fl_hindex_find(atomic_load(&t->index), id);
-  if (r == FL_HROW_EMPTY) return 0;
-  return (uint64_t)(uintptr_t)(fl_rows_slot(&t->slots, r) + 1);
+  fl_table_found f;
+  return fl_table_find(t, id, &f) ? fl_table_found_ref(t, &f) : 0;
 }
 
-/* The slot header of a hashed table's reference (its tag bit ignored). */
-static inline fl_row_head *fl_table_ref_head(uint64_t ref) {
-  return (fl_row_head *)(uintptr_t)(ref & ~(uint64_t)1) - 1;
+/* The vector a reference names (its tag bit ignored). */
+static inline const void *fl_table_ref_vec(uint64_t ref) {
+  return (const void *)(uintptr_t)(ref & ~(uint64_t)1);
 }
 
 /* Reader hint for fl_table_read_ref, as fl_table_prefetch_row: the slot's
- * first two and last cache lines. Dense tables need no reference: the id
+ * header and the vector's lines. Dense tables need no reference: the id
  * gives the address. */
 static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref) {
   if (t->dense || !ref) {
     fl_table_prefetch_row(t, id);
     return;
   }
-  const char *p = (const char *)fl_table_ref_head(ref);
-  __builtin_prefetch(p);
-  __builtin_prefetch(p + 64);
-  __builtin_prefetch(p + sizeof(fl_row_head) + t->row_bytes - 1);
+  __builtin_prefetch(fl_rows_head_of(&t->slots, fl_table_ref_vec(ref)));
+  fl_prefetch_lines(fl_table_ref_vec(ref), t->row_bytes);
 }
 
 /* Reader: fl_table_read through a reference taken for id (0: none). Hashed
@@ -204,7 +262,7 @@ static inline void fl_table_prefetch_ref(fl_table *t, uint64_t id, uint64_t ref)
  * belong to their id, so the id is read directly. */
 static inline int fl_table_read_ref(fl_table *t, uint64_t id, uint64_t ref, void *out,
                                     int for_device) {
-  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_head(ref), id, out, for_device))
+  if (!t->dense && ref && fl_table_read_slot(t, fl_table_ref_vec(ref), id, out, for_device))
     return 1;
   return fl_table_read(t, id, out, NULL, for_device);
 }
