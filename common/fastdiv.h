@@ -9,13 +9,12 @@
 #include <stdint.h>
 
 typedef struct fl_div32 {
-  uint64_t m; /* ceil(2^64 / d) */
-  uint32_t d;
+  uint64_t m; /* ceil(2^64 / d) for the divisor d */
 } fl_div32;
 
 /* The divider for d >= 2 (d = 1 would need m = 2^64). */
 static inline fl_div32 fl_div32_of(uint32_t d) {
-  fl_div32 v = {UINT64_MAX / d + 1, d};
+  fl_div32 v = {UINT64_MAX / d + 1};
   return v;
 }
 

@@ -436,8 +436,7 @@ TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
   ASSERT_LT(3 * cap + 100, tables_[wide].corpus_size);
   // Each batch's round runs before the next batch: a round the courier has
   // not started is shed by the next one of its part, and the sketch never
-  // counts its misses (the first rows would then look never seen: a flake of
-  // about 1 in 60 on the H100).
+  // counts its misses (the first rows would then look never seen).
   for (uint64_t at = 0; at < 3 * cap; at += cap / 4) {
     query(range(at, std::min(at + cap / 4, 3 * cap)));
     ASSERT_EQ(fl_cache_sync(c.get()), FL_OK) << fl_cache_last_error(c.get());
