@@ -1,6 +1,6 @@
 /* fault.h: fault injection at named points of failure paths that no real
  * test can provoke (a device allocation or a graph's instantiation failing
- * on a healthy GPU). A test arms a point; the point's next pass, after
+ * on a healthy GPU, the store's arena running out on a healthy host). A test arms a point; the point's next pass, after
  * `skip` passes, fails as if the call it guards had. Unarmed, a pass costs
  * one relaxed atomic load. */
 #ifndef FL_COMMON_FAULT_H
@@ -16,7 +16,9 @@ typedef enum fl_fault_point {
   FL_FAULT_ROUND_LAUNCH = 2, /* launching a round's graph */
   FL_FAULT_PLAN_GRAPH = 3,   /* instantiating a prepared query's graph (plan.c) */
   FL_FAULT_KERNEL_LOAD = 4,  /* loading a module's kernels at cache creation (fl_load_module) */
-  FL_FAULT_POINTS = 5
+  FL_FAULT_STORE_ALLOC = 5,  /* a block of the DRAM store's arena (fl_mem_alloc): a hashed
+                                table's index, chunk, directory or free stack, a dense array */
+  FL_FAULT_POINTS = 6
 } fl_fault_point;
 
 /* The pass of `point` after the next `skip` fails, once. */

@@ -32,6 +32,7 @@
  * mutant 19 host cuda: entries' ages are inverted: eviction takes the newest entries first (cache/index.h)
  * mutant 20 cuda: fl_cache_reserve makes no buffer set: its callers' first queries allocate (cache/cuda_state.c)
  * mutant 21 host: a hashed row read by id is kept without checking that the index still maps the id to it (dram_store/table.h)
+ * mutant 22 host: an upsert that found no memory for its rows writes them anyway (dram_store/local_tier.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
+
 #ifndef FL_MEM_SYSTEM_MALLOC
 #include <jemalloc/jemalloc.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@ void fl_mem_fini(fl_mem *m) {
 }
 
 void *fl_mem_alloc(fl_mem *m, size_t bytes, int mem_flags) {
-  if (bytes == 0) return NULL;
+  if (bytes == 0 || fl_fault_hit(FL_FAULT_STORE_ALLOC)) return NULL;
   int flags = MALLOCX_ARENA(m->arena) | MALLOCX_TCACHE_NONE;
   if (mem_flags & FL_MEM_ZERO) flags |= MALLOCX_ZERO;
   if (mem_flags & FL_MEM_PAGES) bytes = fl_mem_round_pages(bytes);
@@ -59,7 +61,7 @@ void fl_mem_fini(fl_mem *m) { (void)m; }
 
 void *fl_mem_alloc(fl_mem *m, size_t bytes, int flags) {
   (void)m;
-  if (bytes == 0) return NULL;
+  if (bytes == 0 || fl_fault_hit(FL_FAULT_STORE_ALLOC)) return NULL;
   if (flags & (FL_MEM_PAGES | FL_MEM_HUGE_ALIGNED)) {
     size_t align = (flags & FL_MEM_HUGE_ALIGNED) ? FL_MEM_HUGE_BYTES : FL_MEM_PAGE_BYTES;
     bytes = fl_align_up(bytes, align); /* aligned_alloc asks a multiple of the alignment */

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/fault.h"
 #include "common/half.h"
 #include "dram_store/store_internal.h"
 #include "dram_store/synthetic_ids.h"
@@ -212,6 +213,63 @@ TEST(StoreTest, HashedRemoveReuseAndGrowth) {
   std::memcpy(got.data(), out.data(), out.size());
   for (uint64_t i = 0; i < n; i++)
     ASSERT_EQ(got[i * 3 + 1], i < n / 2 ? -v[i * 3 + 1] : v[i * 3 + 1]) << i;
+}
+
+// Every allocation of the store's arena an upsert makes (the hashed index's
+// rebuild, the free stack, the chunk directory's growth, each 2 MiB chunk)
+// fails in turn, on a fresh store each time: the upsert fails with
+// FL_ERR_OUT_OF_MEMORY naming the table, no row changed or appeared, and
+// the same upsert retried afterwards lands whole.
+TEST(StoreTest, OutOfMemoryUpsertLeavesTheStoreAsItWas) {
+  const uint32_t dim = 256;  // 1 KiB rows: 2,016 a chunk, so the batch needs 20 chunks
+  const uint64_t old_n = 1000, new_n = 40000, overlap = 500;
+  std::vector<uint64_t> old_ids(old_n), batch(new_n + overlap);
+  std::vector<float> old_v(old_n * dim), batch_v(batch.size() * dim);
+  for (uint64_t i = 0; i < old_n; i++) old_ids[i] = fl_mix64(i) | 1;
+  for (uint64_t i = 0; i < batch.size(); i++)  // the last `overlap` ids are old ones
+    batch[i] = i < new_n ? fl_mix64(old_n + i) | 1 : old_ids[i - new_n];
+  for (size_t k = 0; k < old_v.size(); k++) old_v[k] = (float)k;
+  for (size_t k = 0; k < batch_v.size(); k++) batch_v[k] = -(float)k - 1;
+  std::vector<uint64_t> new_ids(batch.begin(), batch.begin() + new_n);
+  auto rows_of = [&](const std::vector<float> &v) {
+    std::vector<unsigned char> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  std::vector<float> after_v(old_v);  // the old rows once the batch landed
+  std::memcpy(after_v.data(), &batch_v[new_n * dim], overlap * dim * 4);  // old_ids[0, overlap)
+  std::vector<float> new_v(batch_v.begin(), batch_v.begin() + new_n * dim);
+  unsigned failed = 0;
+  for (unsigned skip = 0;; skip++) {
+    Store s = MakeStore({Desc("emb", 16, dim, FL_FP32, FL_IDS_HASHED)}, 2);
+    FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, old_ids.data(), old_n, old_v.data()), s.get());
+    fl_fault_arm(FL_FAULT_STORE_ALLOC, skip);
+    fl_status st = fl_store_upsert(s.get(), 0, batch.data(), batch.size(), batch_v.data());
+    bool fired = !fl_fault_armed(FL_FAULT_STORE_ALLOC);
+    fl_fault_clear();
+    if (!fired) {
+      FL_ASSERT_OK_STORE(st, s.get());
+      break;
+    }
+    failed++;
+    ASSERT_EQ(st, FL_ERR_OUT_OF_MEMORY) << "pass " << skip;
+    EXPECT_NE(std::string(fl_store_last_error(s.get())).find("table 0 'emb'"), std::string::npos)
+        << fl_store_last_error(s.get());
+    fl_store_table_stats stats;
+    FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &stats), s.get());
+    ASSERT_EQ(stats.rows, old_n) << "pass " << skip;
+    ASSERT_EQ(Gather(s.get(), 0, old_ids, FL_MISSING_ERROR), rows_of(old_v)) << "pass " << skip;
+    uint64_t missing = 0;
+    Gather(s.get(), 0, new_ids, FL_MISSING_ZERO, &missing);
+    ASSERT_EQ(missing, new_n) << "pass " << skip;
+    // Whatever the failed call allocated stays usable.
+    FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 0, batch.data(), batch.size(), batch_v.data()),
+                       s.get());
+    ASSERT_EQ(Gather(s.get(), 0, old_ids, FL_MISSING_ERROR), rows_of(after_v)) << "pass " << skip;
+    ASSERT_EQ(Gather(s.get(), 0, new_ids, FL_MISSING_ERROR), rows_of(new_v)) << "pass " << skip;
+  }
+  // The index, the free stack, the directory and 20 chunks.
+  EXPECT_GE(failed, 23u);
 }
 
 TEST(StoreTest, FillSyntheticFp16AndFp32) {
@@ -967,6 +1025,57 @@ TEST(StoreFileTest, FlstRoundTrip) {
     FL_ASSERT_OK_STORE(fl_store_stats(b.get(), t, &sb), b.get());
     EXPECT_EQ(sa.rows, sb.rows);
     ExpectSameRows(a.get(), b.get(), t, IdsOf(d[t], t));
+  }
+}
+
+// A model file loads into a store whose every arena allocation (the dense
+// arrays, the hashed tables' indexes, directories, free stacks and chunks)
+// fails in turn: the load fails with FL_ERR_OUT_OF_MEMORY, hands back no
+// store, and says what it could not allocate. fl_store_fill_synthetic fails
+// the same way into an empty hashed table and leaves it empty.
+TEST(StoreFileTest, OutOfMemoryLoadAndFillFailCleanly) {
+  auto d = MixedDescs();
+  Store a = FilledMixed(d);
+  std::string p = TmpPath("oom.flst");
+  FL_ASSERT_OK_STORE(fl_store_save(a.get(), p.c_str()), a.get());
+  unsigned failed = 0;
+  for (unsigned skip = 0;; skip++) {
+    fl_store *raw = nullptr;
+    fl_fault_arm(FL_FAULT_STORE_ALLOC, skip);
+    fl_status st = fl_store_load(p.c_str(), 2, &raw);
+    bool fired = !fl_fault_armed(FL_FAULT_STORE_ALLOC);
+    fl_fault_clear();
+    Store b(raw);
+    if (!fired) {
+      ASSERT_EQ(st, FL_OK) << fl_store_last_error(nullptr);
+      for (uint32_t t = 0; t < d.size(); t++) ExpectSameRows(a.get(), b.get(), t, IdsOf(d[t], t));
+      break;
+    }
+    failed++;
+    ASSERT_EQ(st, FL_ERR_OUT_OF_MEMORY) << "pass " << skip;
+    EXPECT_EQ(raw, nullptr);
+    EXPECT_NE(std::string(fl_store_last_error(nullptr)).find("no memory"), std::string::npos)
+        << fl_store_last_error(nullptr);
+  }
+  EXPECT_GE(failed, (unsigned)d.size());
+  fl_table_desc h = Desc("h", 5000, 8, FL_FP32, FL_IDS_HASHED);
+  for (unsigned skip = 0;; skip++) {
+    Store s = MakeStore({h});
+    fl_fault_arm(FL_FAULT_STORE_ALLOC, skip);
+    fl_status st = fl_store_fill_synthetic(s.get(), 0, 3);
+    bool fired = !fl_fault_armed(FL_FAULT_STORE_ALLOC);
+    fl_fault_clear();
+    fl_store_table_stats stats;
+    FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 0, &stats), s.get());
+    if (!fired) {
+      FL_ASSERT_OK_STORE(st, s.get());
+      EXPECT_EQ(stats.rows, h.corpus_size);
+      break;
+    }
+    ASSERT_EQ(st, FL_ERR_OUT_OF_MEMORY) << "pass " << skip;
+    EXPECT_NE(std::string(fl_store_last_error(s.get())).find("table 0 'h'"), std::string::npos)
+        << fl_store_last_error(s.get());
+    EXPECT_EQ(stats.rows, 0u) << "pass " << skip;
   }
 }
 
