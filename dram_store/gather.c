@@ -21,9 +21,8 @@
  * flush, small enough to balance (a worker takes ~100 ns a cold row, so a
  * chunk is a few us) and to let a watcher see rows land early. */
 #define FL_GATHER_GRAIN 64
-/* How many rows ahead of the copy to prefetch the row; the index slot is
- * prefetched twice as far ahead (see fl_table_prefetch_row; hashed ids:
- * fl_gather_hashed_row). */
+/* How many rows ahead of the copy a hashed id is found; every row's lines
+ * are asked for twice as far ahead (fl_gather_hint). */
 #define FL_GATHER_AHEAD 16
 
 typedef struct fl_gather_job {
@@ -42,22 +41,31 @@ typedef struct fl_gather_job {
   int for_device;                  /* outputs bound for a GPU (row_copy.h) */
 } fl_gather_job;
 
+/* The hint for row k of part q, given when the copy is 2 * FL_GATHER_AHEAD
+ * rows before it: the row itself for dense rows and references; for hashed
+ * ids read by id, the id's home slot in the index, whose probe follows
+ * FL_GATHER_AHEAD rows later (fl_gather_hashed_row). */
+static inline void fl_gather_hint(const fl_gather_part *q, size_t k) {
+  if (q->refs)
+    fl_table_prefetch_ref(q->t, q->ids[k], q->refs[k]);
+  else if (q->t->dense)
+    fl_table_prefetch_row(q->t, q->ids[k]);
+  else
+    fl_table_prefetch_index(q->t, q->ids[k]);
+}
+
 /* Row i of rows [b, e) of a part of hashed ids, read by id: its index slot
- * was found FL_GATHER_AHEAD rows before its copy (and prefetched as far again
- * before that), and the copy reads the row found there, or looks again when
- * the id moved meanwhile (fl_table_read_found). So the index is probed once
- * a row: a second probe for the copy costs about a third of the rows a
- * second (PERFORMANCE_LOG, stop 33). ahead: FL_GATHER_AHEAD finds, by row
- * modulo its size. 1 when found. */
-static int fl_gather_hashed_row(const fl_gather_part *q, size_t i, size_t b, size_t e,
+ * was found FL_GATHER_AHEAD rows before its copy (its home slot hinted as
+ * far again before that), or before the range's first copy, and the copy
+ * reads the row found there, or looks again when the id moved meanwhile
+ * (fl_table_read_found). So the index is probed once a row: a second probe
+ * for the copy costs about a third of the rows a second (PERFORMANCE_LOG,
+ * stop 33). ahead: FL_GATHER_AHEAD finds, by row modulo its size. 1 when
+ * found. */
+static int fl_gather_hashed_row(const fl_gather_part *q, size_t i, size_t e,
                                 fl_table_found *ahead, unsigned char *dst, int for_device) {
   fl_table *t = q->t;
-  fl_table_found f;
-  if (i < b + FL_GATHER_AHEAD)
-    fl_table_find(t, q->ids[i], &f);
-  else
-    f = ahead[i % FL_GATHER_AHEAD];
-  if (i + 2 * FL_GATHER_AHEAD < e) fl_table_prefetch_index(t, q->ids[i + 2 * FL_GATHER_AHEAD]);
+  fl_table_found f = ahead[i % FL_GATHER_AHEAD];
   if (i + FL_GATHER_AHEAD < e) { /* into row i's place, read above */
     fl_table_found *next = &ahead[i % FL_GATHER_AHEAD];
     fl_table_find(t, q->ids[i + FL_GATHER_AHEAD], next);
@@ -80,19 +88,30 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   uint64_t miss = 0, elsewhere = 0;
   fl_table_found ahead[FL_GATHER_AHEAD]; /* hashed ids: fl_gather_hashed_row's */
   int ok = 1;
+  int by_id = !j->skip_local && !refs && !t->dense; /* hashed ids read by id */
+  /* Before the first copy, what the loop would have done for the first rows
+   * had it started earlier: every line they need is asked for before any
+   * copy (or find) waits for one. A small batch over many tables gathers
+   * parts of tens of rows: started cold, each part's first rows waited for
+   * their index lines one after another (twice the rows a second at 512
+   * rows a call over 26 tables, PERFORMANCE_LOG stop 36). */
+  for (size_t i = b; !j->skip_local && i < e && i < b + 2 * FL_GATHER_AHEAD; i++)
+    fl_gather_hint(q, i);
+  for (size_t i = b; by_id && i < e && i < b + FL_GATHER_AHEAD; i++) {
+    fl_table_find(t, q->ids[i], &ahead[i % FL_GATHER_AHEAD]);
+    fl_table_prefetch_found(t, &ahead[i % FL_GATHER_AHEAD]);
+  }
   for (size_t i = b; i < e; i++) {
     int found;
+    if (i + 2 * FL_GATHER_AHEAD < e && !j->skip_local) fl_gather_hint(q, i + 2 * FL_GATHER_AHEAD);
     if (j->skip_local) {
       found = 0;
       if (q->refs_out) q->refs_out[i] = 0;
     } else if (refs) {
-      if (i + FL_GATHER_AHEAD < e)
-        fl_table_prefetch_ref(t, q->ids[i + FL_GATHER_AHEAD], refs[i + FL_GATHER_AHEAD]);
       found = fl_table_read_ref(t, q->ids[i], refs[i], out + i * rb, j->for_device);
-    } else if (!t->dense) {
-      found = fl_gather_hashed_row(q, i, b, e, ahead, out + i * rb, j->for_device);
+    } else if (by_id) {
+      found = fl_gather_hashed_row(q, i, e, ahead, out + i * rb, j->for_device);
     } else {
-      if (i + FL_GATHER_AHEAD < e) fl_table_prefetch_row(t, q->ids[i + FL_GATHER_AHEAD]);
       found = fl_table_read(t, q->ids[i], out + i * rb, q->refs_out ? &q->refs_out[i] : NULL,
                             j->for_device);
     }
