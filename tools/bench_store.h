@@ -28,6 +28,8 @@ typedef struct fl_bench_opts {
   const char *json;     /* output file, NULL for none */
   int sweep_runs;       /* runs per point of the sweep; 0: no sweep */
   double sweep_seconds; /* time per run of the sweep */
+  double gap_us;        /* idle time before each call of the main figure (the pool's
+                           workers sleep after 20 us idle, as between a server's batches) */
 } fl_bench_opts;
 
 /* The floor's array holds the rows of all tables back to back: table t's
