@@ -11,13 +11,16 @@
  *
  *   bench_store [--dims 32,128] [--ids dense|hashed|both] [--threads N]
  *               [--batch B] [--seconds S] [--scale F] [--json FILE]
- *               [--sweep-runs R] [--sweep-seconds S] [--gap-us G]
+ *               [--sweep-runs R] [--sweep-seconds S] [--gap-us G] [--min-rows N]
  *
  * --batch is ids per table per gather call (one inference batch), --scale
  * multiplies every corpus size (use < 1 on small machines), --sweep-runs is
  * the runs per point of the sweep (0: no sweep), --gap-us idles the caller
  * that long, untimed, before each call of the main figure (the pool's
- * workers fall asleep between a server's batches). Prints a table of
+ * workers fall asleep between a server's batches), --min-rows leaves the
+ * tables of fewer rows out of the main figure (a cache's misses come from
+ * the big tables: the small ones' rows would sit in the CPU's caches).
+ * Prints a table of
  * rows/s, then the sweeps, and writes the same numbers as JSON. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +60,9 @@ typedef enum fl_bench_way {
 static void fl_bench_watch(void *ctx, uint64_t rows) { *(uint64_t *)ctx = rows; }
 
 /* Runs gathers for ~seconds; returns rows per second. */
-static double fl_bench_loop(fl_bench_opts *o, fl_bench_way way, fl_store *s,
+static double fl_bench_loop(fl_bench_opts *o, fl_bench_way way, size_t per_call, fl_store *s,
                             fl_table_query q[][FL_BENCH_TABLES], fl_workers *w, fl_floor *f,
                             uint64_t *const grows[]) {
-  size_t per_call = o->batch * FL_BENCH_TABLES;
   uint64_t calls = 0, landed = 0;
   fl_gather_watch watch = {fl_bench_watch, &landed};
   double t0 = fl_now_s(), t, idle = 0;
@@ -105,7 +107,9 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   for (uint32_t t = 0; t < FL_BENCH_TABLES; t++)
     if ((st = fl_store_fill_synthetic(s, t, 1)) != FL_OK) fl_bench_die("fill", st, fl_store_last_error(s));
   fl_workers *w = fl_workers_create("floor", o->threads);
-  size_t per_call = o->batch * FL_BENCH_TABLES;
+  size_t per_call = 0;
+  for (int t = 0; t < FL_BENCH_TABLES; t++) per_call += d[t].corpus_size >= o->min_rows ? o->batch : 0;
+  if (per_call == 0) fl_bench_die("options", FL_ERR_INVALID_ARGUMENT, "--min-rows leaves no table");
   int floor_failed = !w || fl_floor_init(&f, w, offset[FL_BENCH_TABLES], dim * sizeof(float), per_call);
   float *out = malloc(per_call * dim * sizeof(float));
   uint64_t *ids = malloc(FL_BENCH_BATCHES * per_call * sizeof *ids);
@@ -118,14 +122,17 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   uint64_t *grows[FL_BENCH_BATCHES];
   for (int k = 0; k < FL_BENCH_BATCHES; k++) {
     grows[k] = grows_all + k * per_call;
+    size_t at = 0; /* the call's rows so far */
     for (uint32_t t = 0; t < FL_BENCH_TABLES; t++) {
-      uint64_t *qi = ids + k * per_call + t * o->batch;
-      for (size_t i = 0; i < o->batch; i++) {
+      size_t n = d[t].corpus_size >= o->min_rows ? o->batch : 0;
+      uint64_t *qi = ids + k * per_call + at;
+      for (size_t i = 0; i < n; i++) {
         uint64_t r = fl_hash2((uint64_t)k << 40 | t, i) % d[t].corpus_size;
         qi[i] = kind == FL_IDS_DENSE ? r : fl_synthetic_id(t, r);
-        grows[k][t * o->batch + i] = offset[t] + r;
+        grows[k][at + i] = offset[t] + r;
       }
-      q[k][t] = (fl_table_query){t, qi, o->batch, out + t * o->batch * dim};
+      q[k][t] = (fl_table_query){t, qi, n, out + at * dim};
+      at += n;
     }
   }
   /* Warm every way, then alternate so drift hits them alike. */
@@ -133,12 +140,12 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   double save = o->seconds;
   o->seconds = save / 10;
   for (int way = FL_WAY_STORE; way <= FL_WAY_STAGED; way++)
-    fl_bench_loop(o, (fl_bench_way)way, s, q, w, &f, grows);
+    fl_bench_loop(o, (fl_bench_way)way, per_call, s, q, w, &f, grows);
   o->seconds = save / 2;
   for (int rep = 0; rep < 2; rep++) {
-    r.floor += fl_bench_loop(o, FL_WAY_FLOOR, s, q, w, &f, grows) / 2;
-    r.store += fl_bench_loop(o, FL_WAY_STORE, s, q, w, &f, grows) / 2;
-    r.staged += fl_bench_loop(o, FL_WAY_STAGED, s, q, w, &f, grows) / 2;
+    r.floor += fl_bench_loop(o, FL_WAY_FLOOR, per_call, s, q, w, &f, grows) / 2;
+    r.store += fl_bench_loop(o, FL_WAY_STORE, per_call, s, q, w, &f, grows) / 2;
+    r.staged += fl_bench_loop(o, FL_WAY_STAGED, per_call, s, q, w, &f, grows) / 2;
   }
   o->seconds = save;
   if (o->sweep_runs > 0) fl_sweep_run(o, s, d, w, &f, offset, &r.sweep);
@@ -155,12 +162,12 @@ static void fl_usage(void) {
   fprintf(stderr, "usage: bench_store [--dims 32,128] [--ids dense|hashed|both] [--threads N]\n"
                   "                   [--batch B] [--seconds S] [--scale F] [--json FILE]\n"
                   "                   [--sweep-runs R (5; 0: no sweep)] [--sweep-seconds S (0.05)]\n"
-                  "                   [--gap-us G (0)]\n");
+                  "                   [--gap-us G (0)] [--min-rows N (0)]\n");
   exit(2);
 }
 
 static fl_bench_opts fl_parse(int argc, char **argv) {
-  fl_bench_opts o = {"32,128", 1, 1, 0, 2048, 2.0, 1.0, NULL, 5, 0.05, 0};
+  fl_bench_opts o = {"32,128", 1, 1, 0, 2048, 2.0, 1.0, NULL, 5, 0.05, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) fl_usage();
@@ -174,6 +181,7 @@ static fl_bench_opts fl_parse(int argc, char **argv) {
     else if (!strcmp(a, "--sweep-runs")) o.sweep_runs = atoi(v);
     else if (!strcmp(a, "--sweep-seconds")) o.sweep_seconds = atof(v);
     else if (!strcmp(a, "--gap-us")) o.gap_us = atof(v);
+    else if (!strcmp(a, "--min-rows")) o.min_rows = strtoull(v, NULL, 10);
     else fl_usage();
     i++;
   }
@@ -188,8 +196,8 @@ static int fl_write_json(const fl_bench_opts *o, uint32_t threads, const fl_benc
   FILE *j = fopen(o->json, "w");
   if (!j) { perror(o->json); return 1; }
   fprintf(j, "{\"bench\": \"store_gather\", \"tables\": 26, \"scale\": %g, \"threads\": %u, "
-             "\"batch_per_table\": %zu, \"results\": [",
-          o->scale, threads, o->batch);
+             "\"batch_per_table\": %zu, \"min_rows\": %llu, \"gap_us\": %g, \"results\": [",
+          o->scale, threads, o->batch, (unsigned long long)o->min_rows, o->gap_us);
   for (int i = 0; i < n; i++)
     fprintf(j, "%s\n  {\"dim\": %u, \"ids\": \"%s\", \"store_rows_per_s\": %.6g, "
                "\"staged_rows_per_s\": %.6g, \"memcpy_rows_per_s\": %.6g, \"ratio\": %.4f, "
@@ -216,8 +224,11 @@ int main(int argc, char **argv) {
   int n = 0;
   char dims[64];
   snprintf(dims, sizeof dims, "%s", o.dims);
-  printf("Criteo-shaped store, 26 tables fp32, scale %.3g, %u threads, %zu ids/table/gather\n",
+  printf("Criteo-shaped store, 26 tables fp32, scale %.3g, %u threads, %zu ids/table/gather",
          o.scale, threads, o.batch);
+  if (o.min_rows) printf(" (tables of %llu rows or more)", (unsigned long long)o.min_rows);
+  if (o.gap_us > 0) printf(", %g us idle before each call", o.gap_us);
+  printf("\n");
   printf("%5s %7s %16s %16s %16s %7s %7s\n", "dim", "ids", "store rows/s", "staged rows/s",
          "memcpy rows/s", "ratio", "staged");
   for (char *tok = strtok(dims, ","); tok && n < FL_BENCH_MAX; tok = strtok(NULL, ",")) {

@@ -30,6 +30,7 @@ typedef struct fl_bench_opts {
   double sweep_seconds; /* time per run of the sweep */
   double gap_us;        /* idle time before each call of the main figure (the pool's
                            workers sleep after 20 us idle, as between a server's batches) */
+  uint64_t min_rows;    /* the main figure's tables: those of at least this many rows */
 } fl_bench_opts;
 
 /* The floor's array holds the rows of all tables back to back: table t's
