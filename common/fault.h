@@ -1,8 +1,9 @@
 /* fault.h: fault injection at named points of failure paths that no real
  * test can provoke (a device allocation or a graph's instantiation failing
- * on a healthy GPU, the store's arena running out on a healthy host). A test arms a point; the point's next pass, after
- * `skip` passes, fails as if the call it guards had. Unarmed, a pass costs
- * one relaxed atomic load. */
+ * on a healthy GPU, the store's arena running out on a healthy host). A
+ * test arms a point; the point's next pass, after `skip` passes, fails as
+ * if the call it guards had. Unarmed, a pass costs one relaxed atomic
+ * load. */
 #ifndef FL_COMMON_FAULT_H
 #define FL_COMMON_FAULT_H
 

@@ -92,9 +92,9 @@ static int fl_gather_query(fl_gather_job *j, uint32_t qi, size_t b, size_t e) {
   /* Before the first copy, what the loop would have done for the first rows
    * had it started earlier: every line they need is asked for before any
    * copy (or find) waits for one. A small batch over many tables gathers
-   * parts of tens of rows: started cold, each part's first rows waited for
-   * their index lines one after another (twice the rows a second at 512
-   * rows a call over 26 tables, PERFORMANCE_LOG stop 36). */
+   * parts of tens of rows: started cold, a part's first rows would wait for
+   * their index lines one after another (this start doubles the rows a
+   * second at 512 rows a call over 26 tables, PERFORMANCE_LOG stop 36). */
   for (size_t i = b; !j->skip_local && i < e && i < b + 2 * FL_GATHER_AHEAD; i++)
     fl_gather_hint(q, i);
   for (size_t i = b; by_id && i < e && i < b + FL_GATHER_AHEAD; i++) {
