@@ -7,9 +7,9 @@
  * chunk holds its vectors first, back to back, then their headers: a vector
  * whose size is a multiple of 64 bytes starts on a cache line and spans only
  * its own lines, and a read by id (table.h) touches the index slot, the
- * vector and the row's seqlock stripe, never the header. A chunk is aligned to its size, so a vector's
- * address finds its header (fl_rows_head_of): a reference to a row is the
- * address of its vector.
+ * vector and the row's seqlock stripe, never the header. A chunk is aligned
+ * to its size, so a vector's address finds its header (fl_rows_head_of): a
+ * reference to a row is the address of its vector.
  *
  * The owner is written under the row's seqlock together with the vector, so
  * a reader holding a reference that copied a consistent slot whose owner is

@@ -20,8 +20,8 @@
  * workers fall asleep between a server's batches), --min-rows leaves the
  * tables of fewer rows out of the main figure (a cache's misses come from
  * the big tables: the small ones' rows would sit in the CPU's caches).
- * Prints a table of
- * rows/s, then the sweeps, and writes the same numbers as JSON. */
+ * Prints a table of rows/s, then the sweeps, and writes the same numbers as
+ * JSON. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,15 +90,20 @@ static double fl_bench_loop(fl_bench_opts *o, fl_bench_way way, size_t per_call,
   return (double)(calls * per_call) / (t - t0 - idle);
 }
 
+/* Rows of table t at the model's scale (at least one). */
+static uint64_t fl_bench_table_rows(const fl_bench_opts *o, int t) {
+  uint64_t n = (uint64_t)((double)fl_criteo_rows[t] * o->scale);
+  return n ? n : 1;
+}
+
 static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind kind) {
   fl_table_desc d[FL_BENCH_TABLES];
   char names[FL_BENCH_TABLES][8];
   fl_floor f;
   fl_bench_offsets offset = {0};
   for (int t = 0; t < FL_BENCH_TABLES; t++) {
-    uint64_t n = (uint64_t)((double)fl_criteo_rows[t] * o->scale);
     snprintf(names[t], sizeof names[t], "C%d", t + 1);
-    d[t] = (fl_table_desc){names[t], n ? n : 1, dim, FL_FP32, kind};
+    d[t] = (fl_table_desc){names[t], fl_bench_table_rows(o, t), dim, FL_FP32, kind};
     offset[t + 1] = offset[t] + d[t].corpus_size;
   }
   fl_store *s = NULL;
@@ -184,14 +189,13 @@ static fl_bench_opts fl_parse(int argc, char **argv) {
     else fl_usage();
     i++;
   }
-  uint64_t biggest = 0; /* rows of the largest table, as fl_bench_one sizes it */
-  for (int t = 0; t < FL_BENCH_TABLES; t++) {
-    uint64_t n = (uint64_t)((double)fl_criteo_rows[t] * o.scale);
-    if (n > biggest) biggest = n;
-  }
   if (o.batch == 0 || o.seconds <= 0 || o.scale <= 0 || o.sweep_runs < 0 || o.gap_us < 0 ||
-      (o.sweep_runs && o.sweep_seconds <= 0) || o.min_rows > (biggest ? biggest : 1))
+      (o.sweep_runs && o.sweep_seconds <= 0))
     fl_usage();
+  uint64_t biggest = 0; /* --min-rows must leave a table */
+  for (int t = 0; t < FL_BENCH_TABLES; t++)
+    if (fl_bench_table_rows(&o, t) > biggest) biggest = fl_bench_table_rows(&o, t);
+  if (o.min_rows > biggest) fl_usage();
   return o;
 }
 
