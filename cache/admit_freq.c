@@ -33,6 +33,7 @@ fl_status fl_freq_create(fl_cache *c, fl_part *p, double mean_slot) {
   p->sketch.word = (uint32_t *)((fl_admit_freq *)mem + 1);
   p->sketch.mask = words - 1;
   p->sketch_sample = (uint64_t)FL_SKETCH_SAMPLE * keys;
+  fl_shift_init(&p->shift, keys);
   return FL_OK;
 }
 
@@ -55,6 +56,13 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n) {
   p->freq->victim = fl_admit_victim(victim_sum, victim_n, p->freq->victim);
 }
 
+int fl_freq_shift_open(fl_part *p, uint64_t lookups, uint64_t missed) {
+  uint64_t quiet = atomic_exchange_explicit(&p->quiet_lookups, 0, memory_order_relaxed);
+  if (!p->freq) return 0;
+  fl_shift_observe(&p->shift, quiet, 0);
+  return fl_shift_observe(&p->shift, lookups, missed);
+}
+
 /* fl_freq_reset_victim clears victim_sum through victim in one stretch. */
 _Static_assert(offsetof(fl_admit_freq, victim_n) ==
                        offsetof(fl_admit_freq, victim_sum) + sizeof(unsigned long long) &&
@@ -64,6 +72,7 @@ _Static_assert(offsetof(fl_admit_freq, victim_n) ==
 
 fl_status fl_freq_reset_victim(fl_cache *c, fl_part *p) {
   if (!p->freq) return FL_OK;
+  fl_shift_init(&p->shift, (uint64_t)p->shift.capacity);
   size_t from = offsetof(fl_admit_freq, victim_sum);
   size_t bytes = offsetof(fl_admit_freq, victim) + sizeof p->freq->victim - from;
   if (c->fixed.backend != FL_BACKEND_CUDA) {

@@ -71,10 +71,13 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   uint64_t all = collect(c, x, cand), k = 0, per_bucket[FL_ADMIT_BUCKETS + 1] = {0};
   if (p->freq) count_batch(p, cand, all);
   uint32_t victim = p->freq ? p->freq->victim : 0;
+  fl_admit_rule rule = c->rule;
+  rule.open = fl_freq_shift_open(p, fl_admit_lookups(x->args, x->n_args),
+                                 fl_admit_missed(x->per_arg, x->n_args));
   for (uint64_t i = 0; i < all; i++) {
     candidate e = cand[i];
     uint32_t estimate = p->freq ? fl_sketch_estimate(&p->sketch, e.key) : 0;
-    int wins = fl_admit_wins(&c->rule, x->now, e.key, e.count, estimate, victim);
+    int wins = fl_admit_wins(&rule, x->now, e.key, e.count, estimate, victim);
     fl_admit_choice ch = fl_admit_choose(wins, e.pointer, e.pointer ? 0 : x->uniq_refs[e.uid],
                                          room > 0);
     if (ch == FL_ADMIT_NONE) continue;

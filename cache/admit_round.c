@@ -236,6 +236,7 @@ static fl_status apply_status(fl_cache *c, uint32_t part) {
   if (evicted == 0) return FL_OK;
   p->entries -= evicted < p->entries ? evicted : p->entries;
   fl_cache_add(c, FL_STAT_EVICTIONS, evicted);
+  fl_shift_evicted(&p->shift);
   r->limbo_head += evicted;
   /* With every mark taken (a query has held the horizon back for many
    * rounds), the newest absorbs this one: its later epoch releases both

@@ -16,8 +16,11 @@
  * kept by the eviction): a row no more frequent than those would be evicted
  * before it pays back its copy. Until
  * the part first evicts, the victim is 0 and every missed row is admitted:
- * the pool has room. Either way, when the pool has fewer free slots than
- * winners, the rows most frequent in the batch go first (fl_admit_bucket). */
+ * the pool has room. So it is too for a while after the part's hot set
+ * moved, which its shift detector tells (admit_shift.h: fl_admit_rule.open):
+ * the new hot rows need not miss twice. Either way, when the pool has fewer
+ * free slots than winners, the rows most frequent in the batch go first
+ * (fl_admit_bucket). */
 #ifndef FL_CACHE_ADMIT_RULE_H
 #define FL_CACHE_ADMIT_RULE_H
 
@@ -38,7 +41,7 @@
 /* What a batch's decisions read. */
 typedef struct fl_admit_rule {
   uint32_t policy;          /* fl_admit_policy */
-  uint32_t pad_;
+  uint32_t open;            /* TinyLFU: the part's hot set moved (admit_shift.h): every row wins */
   uint64_t seed, threshold; /* the coin (admit_coin.h) */
 } fl_admit_rule;
 
@@ -71,7 +74,8 @@ FL_HD uint32_t fl_admit_victim(unsigned long long sum, unsigned long long n, uin
  * only), victim the part's fl_admit_freq.victim. */
 FL_HD int fl_admit_wins(const fl_admit_rule *r, uint64_t batch, uint64_t key, uint32_t count,
                         uint32_t estimate, uint32_t victim) {
-  if (r->policy == FL_ADMIT_TINYLFU) return estimate * FL_VICTIM_ONE > victim + FL_VICTIM_MARGIN;
+  if (r->policy == FL_ADMIT_TINYLFU)
+    return r->open || estimate * FL_VICTIM_ONE > victim + FL_VICTIM_MARGIN;
   return fl_admit_counted(r->seed, batch, key, r->threshold, count);
 }
 

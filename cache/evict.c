@@ -44,7 +44,7 @@ fl_status fl_cache_retire_removed(fl_cache *c, uint32_t part, fl_entry_kind kind
     return FL_OK;
   }
   p->entries -= k < p->entries ? k : p->entries;
-  if (evicted) fl_cache_add(c, FL_STAT_EVICTIONS, k);
+  if (evicted) fl_cache_add(c, FL_STAT_EVICTIONS, k), fl_shift_evicted(&p->shift);
   if (fl_reclaim_retire(&c->reclaim, locs, k, part) != 0)
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory retiring %llu slabs",
                    (unsigned long long)k);

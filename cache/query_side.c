@@ -40,6 +40,10 @@ void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hi
   atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
 }
 
+void fl_cache_count_quiet(fl_cache *c, uint32_t part, uint64_t lookups) {
+  atomic_fetch_add_explicit(&c->parts[part].quiet_lookups, lookups, memory_order_relaxed);
+}
+
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {
   for (uint32_t t = 0; t < c->fixed.n_tables; t++)
     gen[t] = __atomic_load_n(&c->generation[t], __ATOMIC_ACQUIRE);

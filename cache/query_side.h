@@ -97,6 +97,10 @@ typedef enum fl_stat {
   FL_STAT_COUNT
 } fl_stat;
 void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v);
+/* An all-hit part batch's lookups, which reach no admission, for TinyLFU's
+ * shift detector (admit_shift.h): a batch with misses is seen by its
+ * admission. */
+void fl_cache_count_quiet(fl_cache *c, uint32_t part, uint64_t lookups);
 /* Adds to table t's lookups, hits, unified-index hits and misses. */
 void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hits,
                           uint64_t dram_hits, uint64_t misses);

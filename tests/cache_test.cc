@@ -20,6 +20,10 @@
 #include "common/fault.h"
 #include "tests/shims.h"
 
+extern "C" {
+#include "cache/admit_shift.h"
+}
+
 namespace {
 
 struct Param {
@@ -459,6 +463,43 @@ TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
   // (a few per cent): it then looks used twice.
   EXPECT_LE(fresh_hits, 15u) << "rows missed once were admitted over victims missed once";
   EXPECT_GE(seen_hits, 90u) << "rows missed twice were not admitted";
+}
+
+// TinyLFU after the hot set moves (cache/admit_shift.h): a part whose
+// lookups mostly hit and whose victims were used once refuses rows missed
+// once, until a batch's misses jump: the hot set moved, and every missed
+// row is admitted for a while. H (200 rows, each looked up 64 times a
+// batch) is the hot set, hit for many capacities of lookups; then B (20
+// rows never seen: fewer than the pool's free slots, 2% of its vectors
+// under the high watermark) is missed once and is cached. With the
+// detector shut (mutant 23), B would lose to the victims as one-offs do.
+TEST_P(CacheTest, TinyLfuAdmitsAMovedHotSetOnItsFirstMiss) {
+  fl::Cache c = TinyLfuCache(512 << 10);
+  ASSERT_NE(c, nullptr);
+  const size_t wide = 2;
+  const fl_cache_stats st = Stats(c.get());
+  const uint64_t cap = st.pool_bytes / RowBytes(tables_[wide]);
+  // The detector's unit, the part's vectors, is at most this many (its
+  // slots are at least 16 bytes).
+  const uint64_t most_vectors = st.pool_bytes / 16;
+  const uint64_t kH = 200, kRepeats = 64, kB = 20, kFrom = 3 * cap + kH;
+  ASSERT_LT(kFrom + kB, tables_[wide].corpus_size);
+  // Rows missed once fill the pool past its watermarks: victims of one use.
+  for (uint64_t at = 0; at < 3 * cap; at += cap / 4) QueryRange(c.get(), wide, at, at + cap / 4);
+  ASSERT_GT(Stats(c.get()).evictions, 0u);
+  // H, hit: a steady low miss share, past the detector's warm-up.
+  std::vector<std::vector<uint64_t>> hot(tables_.size());
+  for (uint64_t r = 0; r < kRepeats; r++)
+    for (uint64_t k = 0; k < kH; k++) hot[wide].push_back(3 * cap + k);
+  uint64_t looked = 0;
+  for (; looked < (FL_SHIFT_WARM + 2 * FL_SHIFT_LONG) * most_vectors; looked += kH * kRepeats) {
+    QueryAndCheck(c.get(), hot, nullptr, false);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  }
+  EXPECT_EQ(HitsOfRange(c.get(), wide, 3 * cap, 3 * cap + kH), kH) << "the hot set is not cached";
+  QueryRange(c.get(), wide, kFrom, kFrom + kB);
+  EXPECT_GE(HitsOfRange(c.get(), wide, kFrom, kFrom + kB), 18u)
+      << "a moved hot set's rows missed once lost to victims missed once";
 }
 
 // TinyLFU's sketch ages: rows missed often long ago weigh no more than rows

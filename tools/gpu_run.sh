@@ -20,10 +20,10 @@ done
 # memcheck over every CUDA cache test in one process. racecheck is ~50x
 # slower and stalls on the second CUDA case of a process (RELIABILITY.md), so
 # it runs one case per process, each given FL_RACECHECK_TIMEOUT seconds
-# (default 60), over the 64-bit flat layout's tests but the four longest
-# (batch sizes to a million, two churns, and TinyLFU's aging over thousands
-# of admission rounds, which run minutes under racecheck; memcheck covers
-# them; FL_RACECHECK_FILTER widens it; FL_SANITIZERS picks the tools). A case that
+# (default 60), over the 64-bit flat layout's tests but the five longest
+# (batch sizes to a million, two churns, TinyLFU's aging over thousands of
+# admission rounds and its shift detector over half a million lookups,
+# which run minutes under racecheck; memcheck covers them; FL_RACECHECK_FILTER widens it; FL_SANITIZERS picks the tools). A case that
 # runs out of time is run once more (racecheck's stalls come and go); a case
 # that runs out twice fails the run, as hazards do: a case never finished
 # was never checked. 10 s before each try's end the test binary's watchdog
@@ -51,7 +51,7 @@ if command -v compute-sanitizer >/dev/null; then
       grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_${tool}_index.log" | tail -n 2
       continue
     fi
-    filter="${FL_RACECHECK_FILTER:-*CudaFlat64*:-*BatchSizes*:*Churn*:*RoundsFailingAfterARecycle*:*TinyLfuForgets*}"
+    filter="${FL_RACECHECK_FILTER:-*CudaFlat64*:-*BatchSizes*:*Churn*:*RoundsFailingAfterARecycle*:*TinyLfuForgets*:*TinyLfuAdmitsAMovedHotSet*}"
     echo "== compute-sanitizer --tool racecheck, one case per process ($filter; index_sweep_test *Cuda64*:-*Churn*)"
     clean=0 hazards=0 unfinished=0
     for case in $("$here/cache_test" --gtest_filter="$filter" --gtest_list_tests |
