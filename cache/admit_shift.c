@@ -20,7 +20,8 @@ static double average(double avg, double r, double n, double window, int first) 
 int fl_shift_observe(fl_admit_shift *s, uint64_t lookups, uint64_t missed) {
   if (lookups == 0 || !s->started) return s->open_left > 0;
   double n = (double)lookups, r = (double)missed / n, v = s->capacity;
-  double w = v / FL_SHIFT_SHORT_DIV, first = s->seen == 0;
+  double w = v / FL_SHIFT_SHORT_DIV;
+  int first = s->seen == 0;
   double short_miss = average(s->short_miss, r, n, w, first);
   /* The jump is measured against the long window before this batch, in
    * misses over the lookups the short share stands for (a batch longer
