@@ -63,21 +63,6 @@ typedef struct fl_admit_host_batch {
   const uint64_t *gen;        /* generations read before the fetch (fl_cache_generations) */
 } fl_admit_host_batch;
 
-/* A part batch's lookups, and of them those the pool did not serve (missed
- * and unified-index pointer positions): what TinyLFU's shift detector
- * takes of a batch with misses (admit_shift.h). */
-static inline uint64_t fl_admit_lookups(const fl_batch_arg *args, uint32_t n_args) {
-  uint64_t n = 0;
-  for (uint32_t a = 0; a < n_args; a++) n += args[a].n;
-  return n;
-}
-static inline uint64_t fl_admit_missed(const uint32_t *per_arg, uint32_t n_args) {
-  uint64_t n = 0;
-  for (uint32_t a = 0; a < n_args; a++)
-    n += (uint64_t)per_arg[FL_MISS_COUNTERS * a + 2] + per_arg[FL_MISS_COUNTERS * a + 3];
-  return n;
-}
-
 /* Admits the batch's rows (see the top), making room first and, when a slab
  * class ran out, after. Takes the cache lock. */
 fl_status fl_admit_host(struct fl_cache *c, const fl_admit_host_batch *b);

@@ -56,11 +56,16 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n) {
   p->freq->victim = fl_admit_victim(victim_sum, victim_n, p->freq->victim);
 }
 
-int fl_freq_shift_open(fl_part *p, uint64_t lookups, uint64_t missed) {
+int fl_freq_shift_open(fl_cache *c, fl_part *p) {
   uint64_t quiet = atomic_exchange_explicit(&p->quiet_lookups, 0, memory_order_relaxed);
+  uint64_t lookups = atomic_exchange_explicit(&p->missed_lookups, 0, memory_order_relaxed);
+  uint64_t missed = atomic_exchange_explicit(&p->missed_of, 0, memory_order_relaxed);
   if (!p->freq) return 0;
+  uint64_t opened = p->shift.opened;
   fl_shift_observe(&p->shift, quiet, 0);
-  return fl_shift_observe(&p->shift, lookups, missed);
+  int open = fl_shift_observe(&p->shift, lookups, missed);
+  if (p->shift.opened != opened) fl_cache_add(c, FL_STAT_SHIFT_OPENS, 1);
+  return open;
 }
 
 /* fl_freq_reset_victim clears victim_sum through victim in one stretch. */

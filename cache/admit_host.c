@@ -72,8 +72,7 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   if (p->freq) count_batch(p, cand, all);
   uint32_t victim = p->freq ? p->freq->victim : 0;
   fl_admit_rule rule = c->rule;
-  rule.open = fl_freq_shift_open(p, fl_admit_lookups(x->args, x->n_args),
-                                 fl_admit_missed(x->per_arg, x->n_args));
+  rule.open = fl_freq_shift_open(c, p);
   for (uint64_t i = 0; i < all; i++) {
     candidate e = cand[i];
     uint32_t estimate = p->freq ? fl_sketch_estimate(&p->sketch, e.key) : 0;

@@ -21,7 +21,6 @@ struct fl_admit_job {
   struct fl_scratch *x;
   uint64_t *need;      /* per slab class: the slots the round may take */
   uint64_t *gen;       /* per table, the generations the fetch saw */
-  uint64_t lookups, missed; /* the batch's, for the shift detector (admit_shift.h) */
   int have_refs;       /* the fetch brought store references: pointers may be published */
   int release_x;       /* a one-off query's scratch: the job gives it back */
 };
@@ -54,16 +53,7 @@ fl_admit_job *fl_admit_job_new(fl_cache *c, uint32_t part, const fl_admit_batch 
     return NULL;
   }
   add_need(c, args, b->n_args, per_arg, need);
-  *j = (fl_admit_job){c,
-                      part,
-                      {*b, n_miss},
-                      x,
-                      need,
-                      *gen,
-                      fl_admit_lookups(args, b->n_args),
-                      fl_admit_missed(per_arg, b->n_args),
-                      have_refs,
-                      release_x};
+  *j = (fl_admit_job){c, part, {*b, n_miss}, x, need, *gen, have_refs, release_x};
   *gen = NULL;
   return j;
 }
@@ -94,7 +84,7 @@ static fl_status launch(fl_admit_job *j) {
   fl_admit_batch *b = &j->a.b;
   b->v = p->index;
   b->rule = c->rule;
-  b->rule.open = fl_freq_shift_open(p, j->lookups, j->missed);
+  b->rule.open = fl_freq_shift_open(c, p);
   b->pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0;
   /* The round reads the scratch, and empties its miss set: the scratch is
    * busy until admit_done. */

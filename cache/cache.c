@@ -478,6 +478,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->rounds_shed = stat_of(m, FL_STAT_ROUNDS_SHED);
   out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);
   out->slabs_recycled = stat_of(m, FL_STAT_SLABS_RECYCLED);
+  out->shift_opens = stat_of(m, FL_STAT_SHIFT_OPENS);
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
   fl_round_settle_all(m, 0, 0);

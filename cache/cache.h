@@ -45,8 +45,9 @@ typedef struct fl_part {
   fl_sketch_view sketch;
   fl_admit_freq *freq;
   uint64_t sketch_sample;  /* additions between halvings */
-  fl_admit_shift shift;    /* its shift detector (host memory; admit_shift.h), */
-  _Atomic uint64_t quiet_lookups; /* and all-hit lookups it has not taken yet */
+  fl_admit_shift shift;    /* its shift detector (host memory; admit_shift.h), and */
+  _Atomic uint64_t quiet_lookups;  /* lookups it has not taken yet: of all-hit batches, */
+  _Atomic uint64_t missed_lookups, missed_of; /* of batches with misses, and their misses */
 } fl_part;
 
 typedef struct fl_table_counters {
@@ -114,11 +115,12 @@ void fl_freq_age_host(fl_part *p);
 /* Host backend: ends an eviction that took victim_n entries whose estimates
  * sum to victim_sum: they are the new victim frequency. */
 void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
-/* TinyLFU: the part's shift detector takes the all-hit lookups since it
- * last did (fl_cache_count_quiet), then the batch about to be admitted: its
- * lookups and, of them, those the pool did not serve. 1 when the batch's
- * admission is open (admit_shift.h); 0 under the coin. Under c->lock. */
-int fl_freq_shift_open(fl_part *p, uint64_t lookups, uint64_t missed);
+/* TinyLFU: the part's shift detector takes the lookups counted since it last
+ * did (fl_cache_count_shift): those of all-hit batches first, then those of
+ * batches with misses, the batch about to be admitted's included (with a
+ * batch whose round was shed). 1 when the batch's admission is open
+ * (admit_shift.h); 0 under the coin. Under c->lock. */
+int fl_freq_shift_open(fl_cache *c, fl_part *p);
 /* A cleared part's TinyLFU victim goes back to 0, a new cache's (admit_rule.h:
  * until a part first evicts, every missed row wins a place): its pool is
  * empty, and the rows the clear took are no victims of admission. Its shift

@@ -40,8 +40,14 @@ void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hi
   atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
 }
 
-void fl_cache_count_quiet(fl_cache *c, uint32_t part, uint64_t lookups) {
-  atomic_fetch_add_explicit(&c->parts[part].quiet_lookups, lookups, memory_order_relaxed);
+void fl_cache_count_shift(fl_cache *c, uint32_t part, uint64_t lookups, uint64_t missed) {
+  fl_part *p = &c->parts[part];
+  if (missed == 0) {
+    atomic_fetch_add_explicit(&p->quiet_lookups, lookups, memory_order_relaxed);
+    return;
+  }
+  atomic_fetch_add_explicit(&p->missed_lookups, lookups, memory_order_relaxed);
+  atomic_fetch_add_explicit(&p->missed_of, missed, memory_order_relaxed);
 }
 
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {

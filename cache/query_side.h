@@ -92,15 +92,18 @@ typedef enum fl_stat {
   FL_STAT_ROUNDS_SHED,
   FL_STAT_ROUNDS_STARVED,
   FL_STAT_SLABS_RECYCLED,
+  FL_STAT_SHIFT_OPENS,
   FL_STAT_GPU_NS_INDEX,   /* cfg.profile only */
   FL_STAT_GPU_NS_HIT_COPY,
   FL_STAT_COUNT
 } fl_stat;
 void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v);
-/* An all-hit part batch's lookups, which reach no admission, for TinyLFU's
- * shift detector (admit_shift.h): a batch with misses is seen by its
- * admission. */
-void fl_cache_count_quiet(fl_cache *c, uint32_t part, uint64_t lookups);
+/* A part batch's lookups, and of them those its pool did not serve, for
+ * TinyLFU's shift detector (admit_shift.h), which takes them at the next
+ * admission: every batch counts, all-hit ones (no admission) and those
+ * whose round is shed (CUDA) included, so that the share it sees does not
+ * move with the rate of sheds. */
+void fl_cache_count_shift(fl_cache *c, uint32_t part, uint64_t lookups, uint64_t missed);
 /* Adds to table t's lookups, hits, unified-index hits and misses. */
 void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hits,
                           uint64_t dram_hits, uint64_t misses);

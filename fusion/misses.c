@@ -150,7 +150,7 @@ void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {
                          misses);
     lookups += b->args[a].n, missed += misses + dram;
   }
-  if (!missed) fl_cache_count_quiet(b->c, b->part, lookups);
+  fl_cache_count_shift(b->c, b->part, lookups, missed);
 }
 
 fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id) {

@@ -100,8 +100,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b);
 fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
 
 /* Adds a part batch's lookups, misses and pointer hits to the per-table
- * counters; an all-hit one's lookups also to its part's (the shift
- * detector's quiet lookups). */
+ * counters, and to its part's for the shift detector. */
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg);
 /* Message for an out-of-range id at batch position pos. */
 fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id);

@@ -491,6 +491,9 @@ typedef struct fl_cache_stats {
   uint64_t slabs_recycled;    /* CUDA: evicted slabs an admission round put back on its
                                  reservoir on the device, with no host work per slab (parts
                                  of one slab class); in other parts they return to the pool */
+  uint64_t shift_opens;       /* FL_ADMIT_TINYLFU: times a part's lookups began to miss far
+                                 more often (its hot set moved) and its admission opened to
+                                 every missed row for a while (fl_query) */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

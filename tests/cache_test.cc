@@ -497,7 +497,9 @@ TEST_P(CacheTest, TinyLfuAdmitsAMovedHotSetOnItsFirstMiss) {
     FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
   }
   EXPECT_EQ(HitsOfRange(c.get(), wide, 3 * cap, 3 * cap + kH), kH) << "the hot set is not cached";
+  EXPECT_EQ(Stats(c.get()).shift_opens, 0u) << "opened while the hot set stood still";
   QueryRange(c.get(), wide, kFrom, kFrom + kB);
+  EXPECT_EQ(Stats(c.get()).shift_opens, 1u);
   EXPECT_GE(HitsOfRange(c.get(), wide, kFrom, kFrom + kB), 18u)
       << "a moved hot set's rows missed once lost to victims missed once";
 }

@@ -103,14 +103,16 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
   /* The miss path's own host work: CPU time outside the store's gathers. */
   fprintf(f, "\nmiss path: %llu unique rows fetched (%llu read in place by the GPU), store "
           "gather %.2f ms (%.1f ns a row), host CPU beyond the gather %.2f ms (%.1f ns a row), "
-          "waiting for admission rounds %.2f ms, admission rounds shed %llu, starved %llu; evicted slabs recycled on the GPU %llu",
+          "waiting for admission rounds %.2f ms, admission rounds shed %llu, starved %llu; evicted slabs recycled on the GPU %llu; "
+          "admission opened by a moved hot set %llu",
           (unsigned long long)s->unique_misses, (unsigned long long)s->zero_copy_rows,
           s->ns_store_gather / 1e6,
           s->unique_misses ? s->ns_store_gather / (double)s->unique_misses : 0,
           s->ns_miss_host_cpu / 1e6,
           s->unique_misses ? s->ns_miss_host_cpu / (double)s->unique_misses : 0,
           s->ns_admission_wait / 1e6, (unsigned long long)s->rounds_shed,
-          (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled);
+          (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled,
+          (unsigned long long)s->shift_opens);
   fprintf(f, "\nsteady state (batches %llu on), medians per batch: latency %.3f ms, encode+index "
           "%.3f ms, miss fetch %.3f ms (store gather %.3f ms, %.0f unique rows), admission %.3f ms; "
           "host CPU beyond the gather %.1f ns a row",
@@ -179,7 +181,7 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             "\"index_slots\": %llu, \"unified_entries\": %llu,\n"
             "     \"phases_ns\": {\"encode_index\": %.0f, \"hit_copy\": %.0f, \"miss_fetch\": %.0f, "
             "\"admission\": %.0f, \"store_gather\": %.0f, \"admission_wait\": %.0f, "
-            "\"miss_host_cpu\": %.0f},\n     \"unique_misses\": %llu, \"rounds_shed\": %llu, \"rounds_starved\": %llu, \"slabs_recycled\": %llu,\n"
+            "\"miss_host_cpu\": %.0f},\n     \"unique_misses\": %llu, \"rounds_shed\": %llu, \"rounds_starved\": %llu, \"slabs_recycled\": %llu, \"shift_opens\": %llu,\n"
             "     \"verified\": %llu, \"mismatches\": %llu,\n",
             i ? "," : "", r->label, r->backend == FL_BACKEND_CUDA ? "cuda" : "host",
             (unsigned long long)r->budget_bytes, (unsigned long long)r->batches,
@@ -193,7 +195,7 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             ns[1], ns[2], ns[3], s->ns_store_gather, s->ns_admission_wait, s->ns_miss_host_cpu,
             (unsigned long long)s->unique_misses, (unsigned long long)s->rounds_shed,
             (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled,
-            (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+            (unsigned long long)s->shift_opens, (unsigned long long)r->verified, (unsigned long long)r->mismatches);
     fprintf(f, "     \"index_health\": {\"live\": %llu, \"tombstones\": %llu, \"never_used\": %llu, "
             "\"miss_probe\": %.3f},\n",
             (unsigned long long)r->health.live, (unsigned long long)r->health.tombstones,

@@ -151,6 +151,7 @@ class fl_cache_stats(Structure):
         ("rounds_shed", c_uint64),
         ("rounds_starved", c_uint64),
         ("slabs_recycled", c_uint64),
+        ("shift_opens", c_uint64),
     ]
 
 

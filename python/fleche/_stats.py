@@ -61,6 +61,7 @@ class CacheStats:
     rounds_shed: int
     rounds_starved: int
     slabs_recycled: int
+    shift_opens: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property
