@@ -57,9 +57,9 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n) {
 }
 
 int fl_freq_shift_open(fl_cache *c, fl_part *p) {
-  uint64_t quiet = atomic_exchange_explicit(&p->quiet_lookups, 0, memory_order_relaxed);
-  uint64_t lookups = atomic_exchange_explicit(&p->missed_lookups, 0, memory_order_relaxed);
-  uint64_t missed = atomic_exchange_explicit(&p->missed_of, 0, memory_order_relaxed);
+  uint64_t missed = atomic_exchange(&p->missed_of, 0);
+  uint64_t lookups = atomic_exchange(&p->missed_lookups, 0);
+  uint64_t quiet = atomic_exchange(&p->quiet_lookups, 0);
   if (!p->freq) return 0;
   uint64_t opened = p->shift.opened;
   fl_shift_observe(&p->shift, quiet, 0);

@@ -17,9 +17,9 @@
  *
  * Windows and spans are in lookups, in units of the part's capacity in
  * vectors, so the detector reads the same at any batch size. Both backends
- * run it on the host, per batch, before the batch's admission decides
- * (under the cache lock, in admission's order); a CUDA round shed before it
- * starts is not seen. */
+ * run it on the host before a batch's admission decides (under the cache
+ * lock), over the lookups of every batch since the last admission: all-hit
+ * batches and batches whose CUDA round was shed count too. */
 #ifndef FL_CACHE_ADMIT_SHIFT_H
 #define FL_CACHE_ADMIT_SHIFT_H
 
@@ -30,8 +30,9 @@ extern "C" {
 #endif
 
 /* The windows: exponential averages over about capacity / 8 and
- * 4 x capacity lookups. A short window of a whole capacity smooths the
- * switch's one batch away at replay's batch size. */
+ * 4 x capacity lookups (plain means until that many have passed). A short
+ * window of a whole capacity smooths the switch's one batch away at
+ * replay's batch size. */
 #define FL_SHIFT_SHORT_DIV 8.0
 #define FL_SHIFT_LONG 4.0
 /* The detector starts at the part's first eviction: before it, the pool is
@@ -44,9 +45,19 @@ extern "C" {
 /* It opens when the short window's miss share passes this multiple of the
  * long one's, by FL_SHIFT_SIGMAS standard deviations of the long one's
  * miss count over the short window or the batch, the longer (so that a
- * small part's few misses do not open it by chance). */
+ * small part's few misses do not open it by chance), and passes this
+ * multiple of its own peak too, which fades by e every FL_SHIFT_PEAK
+ * capacities of lookups: a share that comes back to where it was a while
+ * ago is no shift. serve_bench's requests come from a finite pool served
+ * over and over (39 capacities of lookups a pass): where a pass reaches
+ * requests the cache holds whole, the share falls from about 3% to under
+ * 0.5% for 4 to 9 capacities, and its return passed 1.5x the long share
+ * every pass (the H200, stop 43: about 100 opens a run, 0.1-0.4 points of
+ * hit rate lost; with the peak, 0 to 3). The replay's switch passes it
+ * 5x (the short share 22% against a peak of 4.5%). */
 #define FL_SHIFT_RATIO 1.5
 #define FL_SHIFT_SIGMAS 6.0
+#define FL_SHIFT_PEAK 16.0
 /* It stays open this many capacities of lookups: the new hot set's climb
  * (policy_sim `--switch-at 64`: 2 capacities recovered in 20 batches, 4 and
  * 8 in 12-13; 16 admitted old rows long after and settled later). */
@@ -55,6 +66,7 @@ extern "C" {
 typedef struct fl_admit_shift {
   double capacity;           /* the part's vectors (the windows' unit) */
   double short_miss, long_miss; /* miss shares of the two windows */
+  double peak;               /* the short share's fading peak */
   int started;                /* the part has evicted */
   double seen;               /* lookups since the detector started */
   double open_left;          /* lookups it stays open (> 0: open) */

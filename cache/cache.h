@@ -118,8 +118,11 @@ void fl_freq_evicted_host(fl_part *p, uint64_t victim_sum, uint64_t victim_n);
 /* TinyLFU: the part's shift detector takes the lookups counted since it last
  * did (fl_cache_count_shift): those of all-hit batches first, then those of
  * batches with misses, the batch about to be admitted's included (with a
- * batch whose round was shed). 1 when the batch's admission is open
- * (admit_shift.h); 0 under the coin. Under c->lock. */
+ * batch whose round was shed). A caller's all-hit batches ran before its
+ * batch with misses; concurrent callers' batches interleave, and the short
+ * window's rise from this order is the kind its peak learns
+ * (admit_shift.h). 1 when the batch's admission is open (admit_shift.h);
+ * 0 under the coin. Under c->lock. */
 int fl_freq_shift_open(fl_cache *c, fl_part *p);
 /* A cleared part's TinyLFU victim goes back to 0, a new cache's (admit_rule.h:
  * until a part first evicts, every missed row wins a place): its pool is

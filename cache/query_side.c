@@ -40,14 +40,17 @@ void fl_cache_count_table(fl_cache *c, uint32_t t, uint64_t lookups, uint64_t hi
   atomic_fetch_add_explicit(&k->misses, misses, memory_order_relaxed);
 }
 
+/* A batch's lookups before its misses, and fl_freq_shift_open takes them in
+ * the other order (both sequentially consistent): misses it takes always
+ * come with their lookups. */
 void fl_cache_count_shift(fl_cache *c, uint32_t part, uint64_t lookups, uint64_t missed) {
   fl_part *p = &c->parts[part];
   if (missed == 0) {
-    atomic_fetch_add_explicit(&p->quiet_lookups, lookups, memory_order_relaxed);
+    atomic_fetch_add(&p->quiet_lookups, lookups);
     return;
   }
-  atomic_fetch_add_explicit(&p->missed_lookups, lookups, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->missed_of, missed, memory_order_relaxed);
+  atomic_fetch_add(&p->missed_lookups, lookups);
+  atomic_fetch_add(&p->missed_of, missed);
 }
 
 void fl_cache_generations(const fl_cache *c, uint64_t *gen) {

@@ -34,6 +34,7 @@
  * mutant 21 host: a hashed row read by id is kept without checking that the index still maps the id to it (dram_store/table.h)
  * mutant 22 host: an upsert that found no memory for its rows writes them anyway (dram_store/local_tier.c)
  * mutant 23 host cuda: TinyLFU's shift detector never opens: a moved hot set's rows must miss twice (cache/admit_shift.c)
+ * mutant 24 host: the shift detector forgets the short share's peak: a share coming back to where it was opens it (cache/admit_shift.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

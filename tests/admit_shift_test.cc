@@ -87,6 +87,45 @@ TEST(AdmitShift, ShutOnAJumpOfAFewMisses) {
   EXPECT_EQ(fl_shift_observe(&s, 100000, 16000), 1);
 }
 
+// serve_bench's stream as its CUDA callers fed the detector (the H200, stop
+// 43): requests of 64 to 2,048 samples over 26 tables, cut from a finite
+// pool served over and over (39 capacities of lookups a pass). Admission
+// rounds take one to four requests at a time; a stretch of 4 to 9
+// capacities of each pass comes in requests the cache holds whole, and the
+// rest miss 3.5%, some requests twice that and some none. The share's
+// return after the stretch is where it was: no shift.
+TEST(AdmitShift, ShutWhenTheShareComesBackToWhereItWas) {
+  constexpr uint64_t kRows = 1400000;  // a 5% cache's pool of replay's workload
+  const uint64_t sizes[] = {64, 256, 1024, 2048};
+  fl_admit_shift s;
+  fl_shift_init(&s, kRows);
+  fl_shift_evicted(&s);
+  uint64_t rng = 12345, seen = 0;
+  auto next = [&rng] {  // splitmix64
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  while (seen < 400 * kRows) {
+    uint64_t lookups = 0, missed = 0;
+    uint64_t at = seen % (39 * kRows), pass = seen / (39 * kRows);
+    bool whole = at >= 20 * kRows && at < (24 + pass % 6) * kRows;
+    for (uint64_t k = 1 + next() % 4; k > 0; k--) {
+      uint64_t n = 26 * sizes[next() % 4];
+      lookups += n;
+      if (!whole) missed += n * 35 * (next() % 3) / 1000;
+    }
+    ASSERT_EQ(fl_shift_observe(&s, lookups, missed), 0) << "after " << seen << " lookups";
+    seen += lookups;
+  }
+  // A moved hot set still opens it within a replay batch's lookups: every
+  // request misses a quarter of its lookups, as replay's switch batch does.
+  int opened = 0;
+  for (int i = 0; i < 16 && !opened; i++) opened = fl_shift_observe(&s, 26 * 1024, 26 * 1024 / 4);
+  EXPECT_EQ(opened, 1);
+}
+
 TEST(AdmitShift, AScanOfMissesStaysShutOnceItIsTheNorm) {
   // A part that misses everything (a stream of one-off rows) is not moving:
   // the long window's share is as high as the short one's.
