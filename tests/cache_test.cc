@@ -123,7 +123,7 @@ class CacheTest : public testing::TestWithParam<Param> {
   void QueryRange(fl_cache *c, size_t t, uint64_t from, uint64_t to) {
     std::vector<std::vector<uint64_t>> ids(tables_.size());
     for (uint64_t k = from; k < to; k++) ids[t].push_back(k);
-    QueryAndCheck(c, ids, nullptr, false);
+    QueryAndCheck(c, ids, nullptr, nullptr);
     FL_ASSERT_OK_CACHE(fl_cache_sync(c), c);
   }
 
@@ -134,39 +134,76 @@ class CacheTest : public testing::TestWithParam<Param> {
     return Stats(c).hits - before;
   }
 
+  // One caller's device copies of its query ids and outputs, grown as needed
+  // and kept between its queries: cudaMalloc and cudaFree wait for the whole
+  // device, which would serialize the concurrent callers of a test (under
+  // racecheck, for minutes).
+  class DeviceIo {
+   public:
+    DeviceIo() = default;
+    DeviceIo(const DeviceIo &) = delete;
+    DeviceIo &operator=(const DeviceIo &) = delete;
+    ~DeviceIo() {
+      for (auto &b : bufs_) cudaFree(b.p);
+    }
+    // The device buffer `k` (grown to at least `bytes`), or nullptr when
+    // cudaMalloc fails.
+    void *Buffer(size_t k, size_t bytes) {
+      if (bufs_.size() <= k) bufs_.resize(k + 1);
+      Buf &b = bufs_[k];
+      if (b.bytes < bytes) {
+        cudaFree(b.p);
+        b.p = nullptr, b.bytes = 0;
+        if (cudaMalloc(&b.p, bytes) != cudaSuccess) return nullptr;
+        b.bytes = bytes;
+      }
+      return b.p;
+    }
+
+   private:
+    struct Buf {
+      void *p = nullptr;
+      size_t bytes = 0;
+    };
+    std::vector<Buf> bufs_;
+  };
+
+  // Queries `ids` (one vector per table) on `stream` and checks every row
+  // against the store. dev: the query's ids and outputs in these device
+  // buffers (CUDA), nullptr: in host memory. Every device copy is ordered on
+  // `stream`, so callers on other streams run alongside.
   void QueryAndCheck(fl_cache *c, const std::vector<std::vector<uint64_t>> &ids, void *stream,
-                     bool device_buffers) {
+                     DeviceIo *dev) {
     size_t nt = tables_.size();
+    cudaStream_t st = (cudaStream_t)stream;
     std::vector<std::vector<uint8_t>> out(nt), want(nt);
     std::vector<fl_table_query> q(nt), w(nt);
-    std::vector<void *> dev_ids(nt, nullptr), dev_out(nt, nullptr);
     for (size_t t = 0; t < nt; t++) {
       size_t bytes = ids[t].size() * RowBytes(tables_[t]);
       out[t].assign(bytes, 0xAB);  // poison: every byte must be written
       want[t].assign(bytes, 0xCD);
       q[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), out[t].data()};
       w[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), want[t].data()};
-      if (device_buffers && bytes) {
-        ASSERT_EQ(cudaMalloc(&dev_ids[t], ids[t].size() * 8), cudaSuccess);
-        ASSERT_EQ(cudaMalloc(&dev_out[t], bytes), cudaSuccess);
-        ASSERT_EQ(cudaMemcpy(dev_ids[t], ids[t].data(), ids[t].size() * 8, cudaMemcpyHostToDevice),
+      if (dev && bytes) {
+        void *d_ids = dev->Buffer(2 * t, ids[t].size() * 8);
+        void *d_out = dev->Buffer(2 * t + 1, bytes);
+        ASSERT_TRUE(d_ids && d_out) << "cudaMalloc";
+        ASSERT_EQ(cudaMemcpyAsync(d_ids, ids[t].data(), ids[t].size() * 8,
+                                  cudaMemcpyHostToDevice, st),
                   cudaSuccess);
-        ASSERT_EQ(cudaMemset(dev_out[t], 0xAB, bytes), cudaSuccess);
-        q[t].ids = (const uint64_t *)dev_ids[t];
-        q[t].out = dev_out[t];
+        ASSERT_EQ(cudaMemsetAsync(d_out, 0xAB, bytes, st), cudaSuccess);
+        q[t].ids = (const uint64_t *)d_ids;
+        q[t].out = d_out;
       }
     }
     FL_ASSERT_OK_CACHE(fl_query(c, q.data(), (uint32_t)nt, stream), c);
-    if (GetParam().backend == FL_BACKEND_CUDA) {
-      ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)stream), cudaSuccess);
-    }
-    for (size_t t = 0; t < nt; t++) {
-      if (device_buffers && dev_out[t]) {
-        ASSERT_EQ(cudaMemcpy(out[t].data(), dev_out[t], out[t].size(), cudaMemcpyDeviceToHost),
+    for (size_t t = 0; t < nt; t++)
+      if (dev && !out[t].empty())
+        ASSERT_EQ(cudaMemcpyAsync(out[t].data(), q[t].out, out[t].size(),
+                                  cudaMemcpyDeviceToHost, st),
                   cudaSuccess);
-        cudaFree(dev_ids[t]);
-        cudaFree(dev_out[t]);
-      }
+    if (GetParam().backend == FL_BACKEND_CUDA) {
+      ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
     }
     FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nt, FL_MISSING_ZERO, nullptr),
                        store_.get());
@@ -188,11 +225,13 @@ class CacheTest : public testing::TestWithParam<Param> {
     for (int th = 0; th < threads; th++) {
       pool.emplace_back([&, th] {
         cudaStream_t stream = nullptr;
-        if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
+        bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+        if (cuda) cudaStreamCreate(&stream);
         std::mt19937_64 rng(seed + th);
+        DeviceIo dev;
         for (int batch = 0; batch < batches; batch++) {
           QueryAndCheck(c, Ids(rng, base + step * th), stream,
-                        GetParam().backend == FL_BACKEND_CUDA && (batch & 1));
+                        cuda && (batch & 1) ? &dev : nullptr);
           if (HasFailure()) failures++;
         }
         if (stream) cudaStreamDestroy(stream);
@@ -384,6 +423,10 @@ class CacheTest : public testing::TestWithParam<Param> {
 
   std::vector<fl_table_desc> tables_;
   fl::Store store_;
+  DeviceIo dev_;  // the test thread's (Dev)
+
+  // The test thread's device buffers when `on`, else host buffers.
+  DeviceIo *Dev(bool on) { return on ? &dev_ : nullptr; }
   // Set while a fault point keeps prepared queries' graphs from being built:
   // launches then answer as runs.
   bool graphs_fail_ = false;
@@ -399,7 +442,7 @@ void CacheTest::OracleUnderEviction(fl_admit_policy policy) {
   std::mt19937_64 rng(1);
   for (int batch = 0; batch < 40; batch++) {
     auto ids = Ids(rng, 1 + batch * 37 % 900);
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
     if (HasFatalFailure()) return;
   }
   fl_cache_stats s = Stats(c.get());
@@ -427,7 +470,7 @@ TEST_P(CacheTest, TinyLfuAdmitsRepeatsNotOneOffsUnderAFullPool) {
   auto query = [&](const std::vector<uint64_t> &keys) {
     std::vector<std::vector<uint64_t>> ids(tables_.size());
     ids[wide] = keys;
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
   };
   auto range = [](uint64_t from, uint64_t to) {
     std::vector<uint64_t> v;
@@ -493,7 +536,7 @@ TEST_P(CacheTest, TinyLfuAdmitsAMovedHotSetOnItsFirstMiss) {
     for (uint64_t k = 0; k < kH; k++) hot[wide].push_back(3 * cap + k);
   uint64_t looked = 0;
   for (; looked < (FL_SHIFT_WARM + 2 * FL_SHIFT_LONG) * most_vectors; looked += kH * kRepeats) {
-    QueryAndCheck(c.get(), hot, nullptr, false);
+    QueryAndCheck(c.get(), hot, nullptr, nullptr);
     FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
   }
   EXPECT_EQ(HitsOfRange(c.get(), wide, 3 * cap, 3 * cap + kH), kH) << "the hot set is not cached";
@@ -634,7 +677,7 @@ TEST_P(CacheTest, StarvedPoolOfSeveralClassesFreesAFifth) {
     // the index's watermarks, not a starved class, would evict.
     std::vector<std::vector<uint64_t>> ids = Ids(rng, 3000);
     ids[0].clear(), ids[1].clear();
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
     if (HasFatalFailure()) return;
     fl_cache_stats after = Stats(c.get());
     if (before.index_entries > 0)
@@ -651,7 +694,7 @@ TEST_P(CacheTest, EvictionChurnAcrossManyPages) {
   std::mt19937_64 rng(11);
   for (int batch = 0; batch < 60; batch++) {
     auto ids = Ids(rng, 2500);
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
     if (HasFatalFailure()) return;
   }
   fl_cache_stats s = Stats(c.get());
@@ -672,7 +715,7 @@ TEST_P(CacheTest, ChurnRecyclesEverySlab) {
       FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
       admitted_before_last = Stats(c.get()).admissions;
     }
-    QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, false);
+    QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, nullptr);
     if (HasFatalFailure()) return;
   }
   FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
@@ -707,7 +750,7 @@ TEST_P(CacheTest, StarvedRoundsEvictInTheirGraphAndRecycleTheSlabs) {
     // smaller rows would fill the index first, and its watermarks evict.
     std::vector<std::vector<uint64_t>> ids = Ids(rng, 3000);
     ids[0].clear(), ids[1].clear();
-    QueryAndCheck(c.get(), ids, nullptr, batch % 2 == 1);
+    QueryAndCheck(c.get(), ids, nullptr, Dev(batch % 2 == 1));
     if (HasFatalFailure()) return;
   }
   fl_cache_stats s = Stats(c.get());
@@ -738,7 +781,7 @@ TEST_P(CacheTest, RoundsFailingAfterARecycleLoseNoSlab) {
     auto churn = [&](int batches, bool fail) {
       for (int batch = 0; batch < batches; batch++) {
         if (fail) fl_fault_arm(FL_FAULT_ROUND_LAUNCH, 0);
-        QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, batch % 2 == 1);
+        QueryAndCheck(c.get(), Ids(rng, 3000), nullptr, Dev(batch % 2 == 1));
         fl_status st = fl_cache_sync(c.get());
         fl_fault_clear();
         if (HasFatalFailure()) return;
@@ -794,7 +837,7 @@ TEST_P(CacheTest, FailedRoundIsReportedOnceAndAdmissionGoesOn) {
     // the per-table layout) that the first round's input block grows, so
     // every point is passed in that round.
     fl_fault_arm(k.point, 0);
-    QueryAndCheck(c.get(), Ids(rng, 20000), nullptr, false);
+    QueryAndCheck(c.get(), Ids(rng, 20000), nullptr, nullptr);
     fl_status st = fl_cache_sync(c.get());
     fl_fault_clear();
     if (HasFatalFailure()) return;
@@ -808,7 +851,7 @@ TEST_P(CacheTest, FailedRoundIsReportedOnceAndAdmissionGoesOn) {
     if (GetParam().layout == FL_LAYOUT_FLAT) EXPECT_EQ(s.admissions, 0u);
     EXPECT_EQ(s.index_entries, s.admissions);
     for (int batch = 0; batch < 6; batch++) {
-      QueryAndCheck(c.get(), Ids(rng, 2000), nullptr, batch & 1);
+      QueryAndCheck(c.get(), Ids(rng, 2000), nullptr, Dev(batch & 1));
       if (HasFatalFailure()) return;
     }
     s = Stats(c.get());
@@ -834,7 +877,7 @@ TEST_P(CacheTest, CreateFailsCleanlyWhenARoundCannotBeSetUp) {
   fl::Cache ok = MakeCache(cfg);
   ASSERT_NE(ok, nullptr);
   std::mt19937_64 rng(4);
-  QueryAndCheck(ok.get(), Ids(rng, 500), nullptr, false);
+  QueryAndCheck(ok.get(), Ids(rng, 500), nullptr, nullptr);
 }
 
 // A module whose kernels cannot load fails the create: each of the three
@@ -864,7 +907,7 @@ TEST_P(CacheTest, CreateFailsCleanlyWhenKernelsCannotLoad) {
   std::mt19937_64 rng(4);
   auto ids = Ids(rng, 500);
   ids[2].push_back(id);
-  QueryAndCheck(ok.get(), ids, nullptr, false);
+  QueryAndCheck(ok.get(), ids, nullptr, nullptr);
 }
 
 // Every batch size from one key to a million, one table left empty, with
@@ -883,7 +926,7 @@ TEST_P(CacheTest, BatchSizesFromOneKeyToAMillion) {
       uint64_t k = (uint64_t)(u * u * tables_[t].corpus_size) % tables_[t].corpus_size;
       ids[t].push_back(t == 3 ? HashedId(k) : k);
     }
-    QueryAndCheck(c.get(), ids, nullptr, GetParam().backend == FL_BACKEND_CUDA && total > 2);
+    QueryAndCheck(c.get(), ids, nullptr, Dev(GetParam().backend == FL_BACKEND_CUDA && total > 2));
     if (HasFatalFailure()) return;
   }
 }
@@ -922,10 +965,10 @@ TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(2);
   auto ids = Ids(rng, 500);
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());  // CUDA: admitted after fl_query returns
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   fl_cache_stats s = Stats(c.get());
   // Everything was admitted on the first pass, except the hashed table's ids
   // the store does not hold (answered as zeros, admitted as zeros too).
@@ -956,8 +999,10 @@ TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
         cudaStream_t stream = nullptr;
         if (cuda) cudaStreamCreate(&stream);
         std::mt19937_64 rng(70 + th);
+        DeviceIo dev;
         for (int batch = 0; batch < 12; batch++) {
-          QueryAndCheck(c.get(), Ids(rng, n - 50 * (batch % 3)), stream, cuda && (batch & 1));
+          QueryAndCheck(c.get(), Ids(rng, n - 50 * (batch % 3)), stream,
+                        cuda && (batch & 1) ? &dev : nullptr);
           fl_query_timing t;
           fl_query_timing_last(&t);
           grew += t.setup_grow_ns > 0;
@@ -985,7 +1030,7 @@ TEST_P(CacheTest, TimingOfTheLastCallMatchesItsCounts) {
   for (int pass = 0; pass < 2; pass++) {
     FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
     fl_cache_stats_reset(c.get());
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
     fl_query_timing t;
     memset(&t, 0xff, sizeof t);
     fl_query_timing_last(&t);
@@ -1012,12 +1057,12 @@ TEST_P(CacheTest, UpdatesInvalidateCachedVectors) {
   ASSERT_NE(c, nullptr);
   std::vector<std::vector<uint64_t>> ids(tables_.size());
   ids[2] = {1, 2, 3, 1000, 19999};
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   ASSERT_EQ(Stats(c.get()).index_entries, 5u);  // admitted before the upsert
   std::vector<float> rows(3 * 64, 42.5f);
   uint64_t changed[3] = {2, 1000, 5};
   FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, changed, 3, rows.data()), store_.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);  // must see 42.5 for ids 2 and 1000
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);  // must see 42.5 for ids 2 and 1000
   EXPECT_GE(Stats(c.get()).invalidations, 2u);
 }
 
@@ -1030,17 +1075,17 @@ TEST_P(CacheTest, RefillDropsCachedVectors) {
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(5);
   auto ids = Ids(rng, 300);
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   Stats(c.get());  // CUDA: the admission round is over
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   fl_cache_stats s;
   fl_cache_table_stats per[4];
   ASSERT_EQ(fl_cache_stats_get(c.get(), &s, per, 4), FL_OK);
   ASSERT_EQ(per[2].hits, ids[2].size()) << "table 2's rows are not all cached before the refill";
   FL_ASSERT_OK_STORE(fl_store_fill_synthetic(store_.get(), 2, 1234), store_.get());
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   ASSERT_EQ(fl_cache_stats_get(c.get(), &s, per, 4), FL_OK);
   EXPECT_EQ(per[2].hits, 0u) << "a row cached before the refill hit after it";
 }
@@ -1098,7 +1143,7 @@ TEST_P(CacheTest, BadInputChangesNothing) {
   EXPECT_EQ(after.index_entries, 0u);
   // Still fully usable.
   std::mt19937_64 rng(3);
-  QueryAndCheck(c.get(), Ids(rng, 100), nullptr, false);
+  QueryAndCheck(c.get(), Ids(rng, 100), nullptr, nullptr);
 }
 
 // An id out of range in one table of a call: what API.md promises about the
@@ -1121,7 +1166,7 @@ TEST_P(CacheTest, OutOfRangeIdLeavesTheDocumentedRows) {
       if (k < 20) warm[t].push_back(id);
       ids[t].push_back(id);
     }
-  QueryAndCheck(c.get(), warm, nullptr, false);
+  QueryAndCheck(c.get(), warm, nullptr, nullptr);
   const fl_cache_stats before = Stats(c.get());
   ASSERT_EQ(before.index_entries, 80u);
   const size_t kBad = 2, kBadPos = 31;
@@ -1199,7 +1244,7 @@ TEST_P(CacheTest, MissingIdUnderErrorPolicyFailsAndChangesNothing) {
     std::mt19937_64 rng(5);
     auto present = Ids(rng, 100);
     for (size_t i = 0; i < present[3].size(); i++) present[3][i] = HashedId(i * 37 % 4000);
-    QueryAndCheck(c.get(), present, nullptr, false);
+    QueryAndCheck(c.get(), present, nullptr, nullptr);
     EXPECT_GT(Stats(c.get()).admissions, 0u);
   }
 }
@@ -1271,19 +1316,19 @@ TEST_P(CacheTest, ClearDropsEverything) {
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(4);
   auto ids = Ids(rng, 300);
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   EXPECT_GT(Stats(c.get()).index_entries, 0u);
   FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
   EXPECT_EQ(Stats(c.get()).index_entries, 0u);
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   EXPECT_EQ(Stats(c.get()).hits, 0u);
   // Straight after a query that missed, before its admission is launched
   // (CUDA: the courier launches it after fl_query returned): cleared too.
   FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
   EXPECT_EQ(Stats(c.get()).index_entries, 0u);
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   EXPECT_EQ(Stats(c.get()).hits, 0u);
 }
 
@@ -1389,12 +1434,12 @@ TEST_P(CacheTest, UnifiedIndexPointsIntoTheStore) {
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(21);
   auto ids = Ids(rng, 400);
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   fl_cache_stats s = Stats(c.get());
   EXPECT_GT(s.unified_entries, 0u);
   EXPECT_EQ(s.admissions, 0u);
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   s = Stats(c.get());
   // Every id the store holds is now a pointer hit; the hashed table's absent
   // ids get no pointer and stay misses.
@@ -1405,17 +1450,17 @@ TEST_P(CacheTest, UnifiedIndexPointsIntoTheStore) {
   std::vector<float> rows(64, -3.25f);
   uint64_t id = ids[2][0];
   FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 2, &id, 1, rows.data()), store_.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   // A removed hashed id loses its pointer and reads as missing (zeros).
   uint64_t gone = ids[3][0];
   FL_ASSERT_OK_STORE(fl_store_remove(store_.get(), 3, &gone, 1), store_.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   FL_ASSERT_OK_CACHE(fl_cache_set_unified_entries(c.get(), 10), c.get());
   EXPECT_LE(Stats(c.get()).unified_entries, 10u);
   FL_ASSERT_OK_CACHE(fl_cache_set_unified_entries(c.get(), 0), c.get());
   EXPECT_EQ(Stats(c.get()).unified_entries, 0u);
   fl_cache_stats_reset(c.get());
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
   EXPECT_EQ(Stats(c.get()).dram_hits, 0u);
 }
 
@@ -1429,7 +1474,7 @@ TEST_P(CacheTest, UnifiedIndexWithEvictionsAndPromotion) {
   ASSERT_NE(c, nullptr);
   std::mt19937_64 rng(22);
   for (int batch = 0; batch < 30; batch++) {
-    QueryAndCheck(c.get(), Ids(rng, 700), nullptr, false);
+    QueryAndCheck(c.get(), Ids(rng, 700), nullptr, nullptr);
     if (HasFatalFailure()) return;
   }
   fl_cache_stats s = Stats(c.get());
@@ -1470,7 +1515,7 @@ TEST_P(CacheTest, DuplicateMissesAreFetchedOnce) {
   EXPECT_EQ(after2.lookups - before2.lookups, 3u);
   EXPECT_EQ(after3.lookups - before3.lookups, 2u);
   EXPECT_EQ(per[2].misses, 600u);  // positions, not unique rows
-  QueryAndCheck(c.get(), ids, nullptr, false);
+  QueryAndCheck(c.get(), ids, nullptr, nullptr);
 }
 
 // Zero-copy (CUDA): a batch with at most cfg.zero_copy_rows distinct misses
@@ -1489,21 +1534,21 @@ TEST_P(CacheTest, ZeroCopyReadsFewDenseMissesInPlace) {
     // hashed misses, present and absent, for the host.
     std::vector<std::vector<uint64_t>> few = {{3, 49, 3}, {0, 2999}, {7, 19999, 7},
                                               {HashedId(1), HashedId(4500), HashedId(1)}};
-    QueryAndCheck(c.get(), few, nullptr, false);
+    QueryAndCheck(c.get(), few, nullptr, nullptr);
     uint64_t in_place = Stats(c.get()).zero_copy_rows;
     EXPECT_EQ(in_place, cuda && limit >= 2 ? 6u : 0u) << "limit " << limit;
     // 7 distinct dense misses: in place only under the 1024 limit, or, in
     // the per-table layout, where each table's part batch (at most 3 rows)
     // is judged alone.
     std::vector<std::vector<uint64_t>> more = {{1, 2, 4}, {5, 6}, {8, 9}, {HashedId(2)}};
-    QueryAndCheck(c.get(), more, nullptr, cuda);
+    QueryAndCheck(c.get(), more, nullptr, Dev(cuda));
     uint64_t per_batch = GetParam().layout == FL_LAYOUT_PER_TABLE ? 3 : 7;
     EXPECT_EQ(Stats(c.get()).zero_copy_rows - in_place, cuda && limit >= per_batch ? 7u : 0u)
         << "limit " << limit;
     // Random batches of both kinds, device buffers every other one.
     std::mt19937_64 rng(limit);
     for (int batch = 0; batch < 6; batch++)
-      QueryAndCheck(c.get(), Ids(rng, batch % 2 ? 40 : 400), nullptr, cuda && (batch & 1));
+      QueryAndCheck(c.get(), Ids(rng, batch % 2 ? 40 : 400), nullptr, Dev(cuda && (batch & 1)));
   }
 }
 
@@ -1529,7 +1574,7 @@ TEST_P(CacheTest, ZeroCopyLimitIsCalibratedByDefault) {
     std::vector<std::vector<uint64_t>> ids(tables_.size());
     for (uint64_t i = 0; i < k; i++) ids[2].push_back(i);
     uint64_t before = Stats(c.get()).zero_copy_rows;
-    QueryAndCheck(c.get(), ids, nullptr, cuda);
+    QueryAndCheck(c.get(), ids, nullptr, Dev(cuda));
     return Stats(c.get()).zero_copy_rows - before;
   };
   const uint64_t wide = tables_[2].corpus_size;
@@ -1562,7 +1607,7 @@ TEST_P(CacheTest, AnEarlierFailedCudaCallFailsNoLibraryCall) {
   std::mt19937_64 rng(5);
   for (int batch = 0; batch < 4; batch++) {
     fail_a_call();
-    QueryAndCheck(c.get(), Ids(rng, 200), nullptr, batch & 1);
+    QueryAndCheck(c.get(), Ids(rng, 200), nullptr, Dev(batch & 1));
   }
   FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
   // The same values again: the cached rows of table 2 are invalidated.
@@ -1578,7 +1623,7 @@ TEST_P(CacheTest, AnEarlierFailedCudaCallFailsNoLibraryCall) {
   fail_a_call();
   FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
   fail_a_call();
-  QueryAndCheck(c.get(), Ids(rng, 200), nullptr, true);
+  QueryAndCheck(c.get(), Ids(rng, 200), nullptr, Dev(true));
 }
 
 // Async admission (CUDA) racing queries on several streams, cache clears,
@@ -1803,7 +1848,7 @@ TEST_P(CacheTest, TheIndexTakesTheSmallestSlotItCan) {
   std::mt19937_64 rng(5);
   auto ids = Ids(rng, 300);
   for (int round = 0; round < 3; round++) {
-    QueryAndCheck(c.get(), ids, nullptr, false);
+    QueryAndCheck(c.get(), ids, nullptr, nullptr);
     FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());  // CUDA: admitted after fl_query returns
   }
   fl_cache_stats s = Stats(c.get());
