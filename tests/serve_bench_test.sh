@@ -14,7 +14,11 @@
 # over the level bounds that of its stretch and of its slowest requests), the
 # ideal queue's latency lies between the service time and the measured
 # latency (equal to the service in the closed loop), the SVG is well-formed,
-# a log-uniform size mix stays in its range, and bad usage exits 2.
+# the trace has every level, its slowest requests (by service, by total)
+# marked on their requests,
+# each request's phases inside it, its queued time when it queued, the
+# counters when sampled, and every request when whole levels are traced, a
+# log-uniform size mix stays in its range, and bad usage exits 2.
 set -eu
 SERVE="$1"
 T="${TEST_TMPDIR:-/tmp}"
@@ -25,8 +29,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 grep -q -- "--loads" "$T/help.txt" || fail "--help lists the options"
 
 # Two host threads: the store's pool has a worker whatever the machine's cores.
-"$SERVE" --quick --threads 3 --host-threads 2 --json "$T/s.json" --svg "$T/s.svg" > "$T/out.txt" \
-  || fail "serve_bench --quick exits 0"
+"$SERVE" --quick --threads 3 --host-threads 2 --json "$T/s.json" --svg "$T/s.svg" \
+  --trace "$T/s.trace.json" > "$T/out.txt" || fail "serve_bench --quick exits 0"
 cat "$T/out.txt"
 python3 - "$T/out.txt" "$T/s.json" "$T/s.svg" <<'PY' || fail "levels, percentiles, json or svg"
 import json, sys, xml.dom.minidom
@@ -110,8 +114,12 @@ for l in levels:
         assert s["sched_ms"] <= s["start_ms"] <= s["end_ms"], s
         assert 0 <= s["dispatch_us"] <= s["queue_us"] + 0.01 or l["mode"] == "closed", s
         assert s["size"] in (64, 256, 1024, 2048), s
+        for ss in (s["scheduler"], s["wait_scheduler"]):
+            assert delay_ok(ss["run_delay_us"]) and ss["nivcsw"] >= 0 and ss["nvcsw"] >= 0, ss
+            assert ss["nivcsw"] <= wk["nivcsw"], (ss, wk)
+            if known:
+                assert ss["run_delay_us"] <= 1000 * wk["run_delay_ms"] + 1, (ss, wk)
         ss = s["scheduler"]
-        assert delay_ok(ss["run_delay_us"]) and ss["nivcsw"] >= 0 and ss["nvcsw"] >= 0, ss
         assert ss["nivcsw"] <= wk["nivcsw"], (ss, wk)
         if known:
             assert ss["run_delay_us"] <= 1000 * sc["run_delay_ms"] + 1, (ss, sc)
@@ -152,9 +160,57 @@ for l in levels:
 xml.dom.minidom.parse(sys.argv[3])
 PY
 
-# A log-uniform mix, one worker, no counter sampler.
+# A log-uniform mix, one worker, no counter sampler, whole levels traced.
 "$SERVE" --quick --threads 1 --loads 0.7 --sizes log:1-300 --sample-ms 0 --json "$T/l.json" \
-  > "$T/l.txt" || fail "log-uniform sizes exit 0"
+  --trace "$T/l.trace.json" --trace-window 0 > "$T/l.txt" || fail "log-uniform sizes exit 0"
+python3 - "$T/s.json" "$T/s.trace.json" "$T/l.json" "$T/l.trace.json" <<'PY' || fail "traces"
+import bisect, itertools, json, sys
+from collections import defaultdict
+def check(run, trace, whole):
+    d, t = json.load(open(run)), json.load(open(trace))
+    ev = t["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert [names[p] for p in sorted(names)] == [l["label"] for l in d["levels"]], names
+    reqs, phases, marks = defaultdict(list), defaultdict(list), defaultdict(list)
+    opened, closed, counters = defaultdict(int), defaultdict(int), defaultdict(int)
+    for e in ev:
+        if e["ph"] == "X" and e["name"].endswith(" samples"): reqs[e["pid"]].append(e)
+        elif e["ph"] == "X": phases[(e["pid"], e["tid"])].append(e)
+        elif e["ph"] == "i": marks[e["pid"]].append(e)
+        elif e["ph"] == "b": opened[e["pid"]] += 1
+        elif e["ph"] == "e": closed[e["pid"]] += 1
+        elif e["ph"] == "C": counters[e["pid"]] += 1
+    for v in phases.values(): v.sort(key=lambda p: p["ts"])
+    for pid, l in zip(sorted(names), d["levels"]):
+        rs = reqs[pid]
+        assert 0 < len(rs) <= l["requests"], (l["label"], len(rs))
+        if whole:
+            assert len(rs) == l["requests"], (l["label"], len(rs), "every request traced")
+            assert abs(max(r["dur"] for r in rs) - l["service_us"]["max"]) < 0.01, l["label"]
+        assert opened[pid] == closed[pid] == sum(r["args"]["queue_us"] > 0 for r in rs), l["label"]
+        if l["mode"] == "closed": assert opened[pid] == 0, "closed loop: nothing queued"
+        for rank, stalls in (("service", l["slowest_service"]), ("total", l["stalls"])):
+            ms = sorted((m for m in marks[pid] if m["name"].startswith("slowest " + rank)),
+                        key=lambda m: int(m["name"].split("#")[1]))
+            assert len(ms) == len(stalls), (l["label"], rank)
+            for m, s in zip(ms, stalls):
+                assert abs(m["args"][rank + "_us"] - s[rank + "_us"]) < 0.01, (m, s)
+                assert any(r["tid"] == m["tid"] and abs(r["ts"] - m["ts"]) < 0.002 and
+                           abs(r["dur"] - s["service_us"]) < 0.01 and
+                           abs(r["args"]["queue_us"] - s["queue_us"]) < 0.01
+                           for r in rs), (m, "its request")
+        for r in rs:  # a request's phases lie inside it
+            ps = phases[(pid, r["tid"])]
+            at = bisect.bisect_left(ps, r["ts"] - 0.002, key=lambda p: p["ts"])
+            inside = list(itertools.takewhile(lambda p: p["ts"] < r["ts"] + r["dur"], ps[at:]))
+            assert inside, r
+            for p in inside:
+                assert p["ts"] + p["dur"] <= r["ts"] + r["dur"] + 0.004, (p, r)
+        assert (counters[pid] > 0) == (d["sample_ms"] > 0), (l["label"], counters[pid])
+check(sys.argv[1], sys.argv[2], False)
+check(sys.argv[3], sys.argv[4], True)
+PY
 python3 - "$T/l.json" <<'PY' || fail "log-uniform run"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -166,7 +222,7 @@ for l in d["levels"]:
     assert l["scheduler"]["threads"] >= 2, "the worker and main, no sampler"
 PY
 
-for bad in "--loads 0" "--sizes log:5-2" "--threads 0" "--compare" "--no-such-option"; do
+for bad in "--loads 0" "--sizes log:5-2" "--trace-window -1" "--threads 0" "--compare" "--no-such-option"; do
   rc=0; "$SERVE" $bad 2> /dev/null || rc=$?
   [ "$rc" = 2 ] || fail "'$bad' exits 2, got $rc"
 done

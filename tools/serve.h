@@ -31,7 +31,9 @@
  * the part of its service after the call returned (the GPU's tail and the
  * synchronisation). To tell a slow call from a thread without a CPU, the
  * kernel's account comes beside it: the worker thread's involuntary context
- * switches and run-queue delay while it served the request, and per level
+ * switches and run-queue delay while it served the request, and while it
+ * waited for the request after taking its ticket (a late dispatch with no
+ * run-queue delay is a late wake-up, or the host's doing), and per level
  * the same for the workers and for every thread of the process (the
  * library's pools, courier and answerer), also grouped by the threads' names
  * (serve_sched.c). */
@@ -72,6 +74,8 @@ typedef struct fl_serve_opts {
   uint32_t sample_ms;   /* period of the counter sampler, 0: none */
   double warm_seconds;  /* the warm-up stops here even if the hit rate still moves */
   const char *svg;
+  const char *trace;    /* --trace: the run in the Trace Event Format (serve_trace.c) */
+  double trace_window_ms; /* traced around each level's slowest requests; 0: whole levels */
 } fl_serve_opts;
 
 /* Parses argv; 0 ok, 1 --help printed, -1 usage error (message printed). */
@@ -194,7 +198,7 @@ void fl_serve_probe_close(fl_serve_probe *p);
 double fl_serve_steal_ms(int fd);
 /* The calling thread's totals, for a thread that reads them once. */
 void fl_serve_sched_self(fl_serve_sched *s);
-/* What one request's probes cost (two reads), ns, measured in the calling
+/* What one request's probes cost (three reads), ns, measured in the calling
  * thread; *known: its run-queue delay can be read. */
 double fl_serve_probe_cost_ns(int *known);
 
@@ -248,6 +252,9 @@ typedef struct fl_serve_record {
   int64_t start_ns, end_ns;
   fl_query_timing call; /* fl_query_timing_last after its fl_query */
   fl_serve_sched sched; /* its worker thread's, from just before start to just after end */
+  fl_serve_sched wait;  /* its worker thread's from taking the ticket to just before start:
+                           the wait for its arrival, and a late dispatch's cause (a
+                           run-queue delay: no CPU; none: a late wake-up, or the host's) */
 } fl_serve_record;
 
 struct fl_serve_level {
@@ -362,6 +369,9 @@ void fl_serve_print_stalls(FILE *f, const fl_serve_opts *o, const fl_serve_pool 
                            const fl_serve_level *l);
 fl_status fl_serve_json(const char *path, const fl_serve_opts *o, const fl_serve_pool *p,
                         const fl_serve_result *res);
+/* The levels' requests as a trace for Perfetto (serve_trace.c). */
+fl_status fl_serve_trace(const char *path, const fl_serve_opts *o, const fl_serve_pool *p,
+                         const fl_serve_result *res);
 /* Latency percentiles and achieved rate against the offered rate (open loop). */
 fl_status fl_serve_svg(const char *path, const fl_serve_result *res);
 

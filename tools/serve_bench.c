@@ -81,6 +81,7 @@ static fl_status report(const fl_serve_opts *o, const fl_serve_pool *p,
   for (uint32_t i = 0; i < res->n_levels; i++) fl_serve_print_stalls(stdout, o, p, &res->levels[i]);
   fl_status s = o->w.json ? fl_serve_json(o->w.json, o, p, res) : FL_OK;
   if (s == FL_OK && o->svg) s = fl_serve_svg(o->svg, res);
+  if (s == FL_OK && o->trace) s = fl_serve_trace(o->trace, o, p, res);
   return s;
 }
 

@@ -95,6 +95,8 @@ static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_
             (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
     fprintf(f, ", \"scheduler\": ");
     sched(f, &r->sched, "run_delay_us", 1e3);
+    fprintf(f, ", \"wait_scheduler\": ");
+    sched(f, &r->wait, "run_delay_us", 1e3);
     fprintf(f, "}");
   }
   fprintf(f, "]");

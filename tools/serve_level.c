@@ -95,8 +95,9 @@ static void *worker_main(void *arg) {
   while (!__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE)) {
     uint64_t i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED);
     if (i >= run->cap) break;
+    fl_serve_sched taken, before, after;
+    fl_serve_probe_read(&probe, &taken);
     if (run->sched) wait_until(run->t0 + (uint64_t)run->sched[i]);
-    fl_serve_sched before, after;
     fl_serve_probe_read(&probe, &before);
     int64_t start = (int64_t)(fl_now_ns() - run->t0);
     if (start > run->stop_ns) break; /* record i stays unserved (end_ns < 0) */
@@ -110,7 +111,8 @@ static void *worker_main(void *arg) {
       break;
     }
     run->l->rec[i] = (fl_serve_record){req, wa->id, ++nth, run->sched ? run->sched[i] : start,
-                                       start, end, call, fl_serve_sched_diff(&before, &after)};
+                                       start, end, call, fl_serve_sched_diff(&before, &after),
+                                       fl_serve_sched_diff(&taken, &before)};
   }
   fl_serve_probe_read(&probe, &wa->life);
   fl_serve_probe_close(&probe);

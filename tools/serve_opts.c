@@ -25,6 +25,7 @@ static void defaults(fl_serve_opts *o) {
   o->stalls = 10;
   o->sample_ms = 5;
   o->warm_seconds = 10;
+  o->trace_window_ms = 3;
 }
 
 /* --quick: a run of a few seconds (the test): a small pool, short levels. */
@@ -62,6 +63,11 @@ static void usage(FILE *f) {
         "  --host-threads N    the library's host threads [all cores]\n"
         "  --json FILE         the results as JSON\n"
         "  --svg FILE          latency percentiles against offered load\n"
+        "  --trace FILE        the levels' requests, their phases and the cache's counters\n"
+        "                      as a trace (Trace Event Format: ui.perfetto.dev opens it)\n"
+        "  --trace-window MS   trace each level within MS of its --stalls slowest\n"
+        "                      requests, by service and by total; 0: whole levels\n"
+        "                      (hundreds of MB) [3]\n"
         "  --quick             a short run (0.3 s levels at 0.5 and 0.9, 2 batches)\n"
         "Workload, model and cache, as replay's (replay --help): --batch N, --batches N\n"
         "  (the request pool: N generator batches of N samples [replay's: 128, host 16]),\n"
@@ -127,7 +133,8 @@ static int own_option(fl_serve_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--no-reserve")) return o->no_reserve = 1, 1;
   static const char *const with_value[] = {"--threads",   "--seconds",      "--loads",
                                            "--sizes",     "--stalls",       "--warm-seconds",
-                                           "--sample-ms", "--host-threads", "--svg"};
+                                           "--sample-ms", "--host-threads", "--trace",
+                                           "--trace-window", "--svg"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
     known |= !strcmp(a, with_value[k]);
@@ -144,6 +151,8 @@ static int own_option(fl_serve_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--stalls")) return fl_opt_u32(a, v, &o->stalls);
   if (!strcmp(a, "--sample-ms")) return fl_opt_u32(a, v, &o->sample_ms);
   if (!strcmp(a, "--host-threads")) return fl_opt_u32(a, v, &o->w.threads);
+  if (!strcmp(a, "--trace-window")) return fl_opt_double(a, v, 0, &o->trace_window_ms);
+  if (!strcmp(a, "--trace")) return v ? (o->trace = v, 1) : fl_opt_bad(a, v, "a value");
   return v ? (o->svg = v, 1) : fl_opt_bad(a, v, "a value"); /* --svg, the last one listed */
 }
 

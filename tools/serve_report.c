@@ -145,7 +145,8 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
           "p50 %.1f us, max %.1f us\n", warm->rounds, warm->seconds, 100 * warm->hit_rate, warm->rps,
           warm->steady ? "steady" : "still moving at --warm-seconds", warm->first_p50_us,
           warm->first_max_us);
-  fprintf(f, "scheduler probes: %.2f us a request (getrusage and schedstat, before and after)%s\n",
+  fprintf(f, "scheduler probes: %.2f us a request (getrusage and schedstat, at the ticket, "
+          "before and after)%s\n",
           res->probe_ns / 1e3,
           res->run_delay_known ? "" : "; run-queue delay unknown: no /proc/thread-self/schedstat");
   fprintf(f, "%-12s %11s %11s %11s %9s %9s %9s %9s %9s %9s %9s %8s %7s\n", "level", "offered/s",

@@ -1,11 +1,13 @@
 /* serve_sched.c: the kernel's account of serve_bench's threads (serve.h's
- * fl_serve_sched): a worker's probe, read just before and just after each
- * request, and the whole process's threads, read at a level's two ends.
+ * fl_serve_sched): a worker's probe, read as it takes a request's ticket,
+ * just before the request and just after it, and the whole process's
+ * threads, read at a level's two ends.
  *
  * A probe is one pread of the thread's /proc/thread-self/schedstat, opened
  * once ("run_ns delay_ns timeslices"), and one getrusage(RUSAGE_THREAD).
  * On a 2-vCPU VM (kernel 6.18) the pread costs about 0.3-0.4 us and the
- * getrusage 0.14 us, so a request's two probes about 1 us, against requests
+ * getrusage 0.14 us, so a request's three probes about 1.5 us (the first
+ * before its arrival, unless it is late), against requests
  * of 100 us and more: cheap enough for every request. serve_bench measures
  * it again where it runs (fl_serve_probe_cost_ns) and prints it. The
  * process's threads are read from /proc/self/task/TID/{status,schedstat,
@@ -25,7 +27,7 @@
 #include "common/clock.h"
 #include "tools/serve.h"
 
-/* Probe pairs timed by fl_serve_probe_cost_ns. */
+/* A request's three probes, timed so often by fl_serve_probe_cost_ns. */
 #define PROBE_COST_ROUNDS 2000
 
 fl_serve_sched fl_serve_sched_diff(const fl_serve_sched *a, const fl_serve_sched *b) {
@@ -109,16 +111,17 @@ double fl_serve_steal_ms(int fd) {
 
 double fl_serve_probe_cost_ns(int *known) {
   fl_serve_probe p;
-  fl_serve_sched a, b;
+  fl_serve_sched a, b, c;
   fl_serve_probe_open(&p);
   fl_serve_probe_read(&p, &a); /* the first read pays for faulting things in */
   uint64_t t0 = fl_now_ns();
   for (int i = 0; i < PROBE_COST_ROUNDS; i++) {
     fl_serve_probe_read(&p, &a);
     fl_serve_probe_read(&p, &b);
+    fl_serve_probe_read(&p, &c);
   }
   double ns = (double)(fl_now_ns() - t0) / PROBE_COST_ROUNDS;
-  *known = b.run_delay_ns >= 0;
+  *known = c.run_delay_ns >= 0;
   fl_serve_probe_close(&p);
   return ns;
 }
