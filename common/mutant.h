@@ -35,6 +35,7 @@
  * mutant 22 host: an upsert that found no memory for its rows writes them anyway (dram_store/local_tier.c)
  * mutant 23 host cuda: TinyLFU's shift detector never opens: a moved hot set's rows must miss twice (cache/admit_shift.c)
  * mutant 24 host: the shift detector forgets the short share's peak: a share coming back to where it was opens it (cache/admit_shift.c)
+ * mutant 25 host: a watched job's caller never takes a chunk itself: helpers that come late hold the job up (common/parallel.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

@@ -12,7 +12,9 @@
  * is handed out in chunks through an atomic cursor, so uneven chunks and
  * late helpers balance. When the owner finds no chunk left it closes the
  * ticket and waits only for the helpers that claimed a slot: a worker woken
- * late never holds up a job.
+ * late never holds up a job. The owner of a watched job (fl_workers_start)
+ * takes chunks itself (fl_workers_help) whenever the job stops moving, so
+ * the same holds for it.
  *
  * Waking: a worker that finished a job spins on `generation` for
  * FL_WORKER_SPIN_NS, so back-to-back jobs start without a system call; then
@@ -268,7 +270,7 @@ void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void 
     fl_pool_learn_items(&w->learned, p, grain, fl_now_ns() - t0);
     from = grain;
   }
-  fl_pool_shape s = {.n = n - from, .grain = grain, .caller_works = 1};
+  fl_pool_shape s = {.n = n - from, .grain = grain};
   uint32_t helpers = plan(w, p, &s);
   if (helpers == 0 && s.spinning > 0 && fl_pool_probe_due(&w->learned)) helpers = 1;
   if (helpers == 0 || pthread_mutex_trylock(&w->busy) != 0) {
@@ -285,13 +287,24 @@ int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void
   if (grain == 0) grain = 1;
   fl_pool_pace *p = fl_pool_pace_of(&w->learned, (uintptr_t)fn);
   if (!fl_pool_known(&w->learned, p)) return 0;
-  fl_pool_shape s = {.n = n, .grain = grain, .caller_works = 0};
+  fl_pool_shape s = {.n = n, .grain = grain};
   uint32_t helpers = plan(w, p, &s);
   if (helpers == 0 || pthread_mutex_trylock(&w->busy) != 0) {
     atomic_store_explicit(&w->last_helpers, 0, memory_order_relaxed);
     return 0;
   }
   publish(w, fn, ctx, p, 0, n, grain, helpers);
+  return 1;
+}
+
+int fl_workers_help(fl_workers *w) {
+  if (FL_MUTANT_ON(25)) return 0;
+  size_t b = atomic_fetch_add(&w->cursor, w->chunk);
+  if (b >= w->n_items) return 0;
+  size_t e = b + w->chunk < w->n_items ? b + w->chunk : w->n_items;
+  uint64_t t0 = fl_now_ns();
+  w->fn(w->ctx, b, e);
+  fl_pool_learn_items(&w->learned, w->pace, e - b, fl_now_ns() - t0);
   return 1;
 }
 

@@ -41,16 +41,22 @@ uint32_t fl_workers_count(const fl_workers *w);
  * plans the rest. Safe to call from several threads: a caller that finds
  * the pool busy runs its range itself. */
 void fl_workers_for(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
-/* The same job, in two halves, for a caller that watches it rather than
- * working: start hands [0, n) to helpers and returns at once; fl_workers_wait
- * runs what is left on the caller and returns when all is done. Returns 0
- * and starts nothing when the pool has no worker, runs another caller's
- * job, or the model finds no set of helpers faster than the caller alone
- * (with the caller not working meanwhile); the caller then runs the job
- * itself, best through fl_workers_for (which plans it with the caller
- * working, and learns from it). Between a start that returned 1 and its
- * wait, the pool serves no other caller. */
+/* The same job, in two halves, for a caller that watches it between its
+ * own chunks: start hands [0, n) to helpers and returns at once;
+ * fl_workers_help runs one chunk on the caller; fl_workers_wait runs what is
+ * left on the caller and returns when all is done. The plan counts the
+ * caller as working. Returns 0 and starts nothing when the pool has no
+ * worker, runs another caller's job, or the model finds no set of helpers
+ * faster than the caller alone; the caller then runs the job itself, best
+ * through fl_workers_for (which learns from it). Between a start that
+ * returned 1 and its wait, the pool serves no other caller. */
 int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void *ctx);
+/* Between a start that returned 1 and its wait, the caller runs the next
+ * chunk of its job itself; 0 when every chunk is taken (by helpers or by
+ * earlier calls). A watcher calls it when the job stops moving: helpers
+ * come when the kernel wakes them, which a loaded or virtualised host can
+ * put off for milliseconds, and a job only watched would wait for them. */
+int fl_workers_help(fl_workers *w);
 void fl_workers_wait(fl_workers *w);
 
 /* Plans every job with these costs instead of the learned ones, and learns

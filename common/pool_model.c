@@ -9,9 +9,8 @@ double fl_pool_predict(const fl_pool_costs *c, const fl_pool_shape *s, uint32_t 
   if (k == 0) return work;
   uint32_t spin = k < s->spinning ? k : s->spinning, sleep = k - spin;
   double starts = spin * c->spin_ns + sleep * c->sleep_ns;
-  if (s->caller_works && sleep) starts += c->wake_call_ns;
-  double participants = (double)k + (s->caller_works ? 1 : 0);
-  return (work + starts) / participants + c->spin_ns;
+  if (sleep) starts += c->wake_call_ns;
+  return (work + starts) / (k + 1) + c->spin_ns;
 }
 
 uint32_t fl_pool_plan(const fl_pool_costs *c, const fl_pool_shape *s) {
@@ -20,7 +19,7 @@ uint32_t fl_pool_plan(const fl_pool_costs *c, const fl_pool_shape *s) {
   size_t grain = s->grain ? s->grain : 1;
   size_t chunks = (s->n + grain - 1) / grain;
   size_t most = (size_t)s->spinning + s->sleeping;
-  size_t room = chunks - (s->caller_works ? 1 : 0); /* participants past the caller */
+  size_t room = chunks - 1; /* participants past the caller */
   if (most > room) most = room;
   double best = work, prev = INFINITY;
   uint32_t pick = 0;

@@ -5,7 +5,8 @@
  * The model. A job of n items costs W = n * item_ns on one thread. A helper
  * (a worker called in) starts spin_ns after the job is published when it is
  * spinning, sleep_ns when it must be woken from a futex sleep (the wake call
- * included); the caller, when it works too, starts at once, or after its
+ * included); the caller works too (a watching caller takes chunks whenever
+ * the job stops moving: fl_workers_help), starting at once, or after its
  * wake call (wake_call_ns) when it wakes someone. With the participants'
  * start times t_i, the job ends at T = (W + sum t_i) / participants (each
  * works from its start to the end; pessimistic when a helper would start
@@ -43,12 +44,9 @@ typedef struct fl_pool_shape {
   size_t grain;          /* fewest items per chunk (at least 1) */
   uint32_t spinning;     /* idle workers spinning, ready at once */
   uint32_t sleeping;     /* idle workers asleep */
-  int caller_works;      /* 1: the caller runs chunks too (fl_workers_for);
-                            0: it only watches (fl_workers_start) */
 } fl_pool_shape;
 
-/* Predicted time of the job with k helpers (k = 0: the caller alone; with
- * caller_works 0 the caller still runs it alone then). ns. */
+/* Predicted time of the job with k helpers (k = 0: the caller alone). ns. */
 double fl_pool_predict(const fl_pool_costs *c, const fl_pool_shape *s, uint32_t k);
 /* The helpers worth calling in: 0 runs the job on the caller alone. */
 uint32_t fl_pool_plan(const fl_pool_costs *c, const fl_pool_shape *s);

@@ -2,9 +2,10 @@
 // (common/pool_model.h): every item runs once; the model picks the cheapest
 // plan (checked against a brute-force search), a tiny job runs on the
 // caller alone and a large one calls in the workers, with the same results;
-// the pool learns its costs; a started job overlaps the caller's own work, a
-// busy pool runs a second caller's range on that caller, and waking ahead
-// leaves jobs intact; its threads carry its name. The courier
+// the pool learns its costs; a started job overlaps the caller's own work,
+// its watcher runs what stalled helpers have not taken, a busy pool runs a
+// second caller's range on that caller, and waking ahead leaves jobs
+// intact; its threads carry its name. The courier
 // (common/courier.h): jobs run in order, off the poster's thread, one at a
 // time; posts never wait, a waiting job is shed by a newer one of its key or
 // by fl_courier_shed; wait, idle and destroy wait for jobs; its thread
@@ -201,12 +202,18 @@ struct Overlap {
   std::atomic<bool> caller_done{false};
 };
 
+// Yields until done() holds, 5 s at most.
+template <typename Done>
+void AwaitAtMost5s(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
 void overlap_range(void *ctx, size_t b, size_t e) {
   auto *o = static_cast<Overlap *>(ctx);
   o->started++;
   const bool caller_busy = !o->caller_done;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!o->caller_done && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  AwaitAtMost5s([&] { return o->caller_done.load(); });
   if (caller_busy && o->caller_done) o->during++;
   count_range(&o->c, b, e);
 }
@@ -217,12 +224,46 @@ TEST(Workers, StartedJobOverlapsTheCallersWork) {
   Overlap o;
   ASSERT_EQ(fl_workers_start(p.w, o.c.hits.size(), 16, overlap_range, &o), 1);
   // The caller's own work: it waits (5 s at most) for a worker to begin.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (o.started == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  AwaitAtMost5s([&] { return o.started.load() != 0; });
   o.caller_done = true;
   fl_workers_wait(p.w);
   ExpectEachOnce(o.c);
   EXPECT_GT(o.during.load(), 0) << "no chunk ran while the caller worked";
+}
+
+// Helpers that claimed a chunk and then stall (5 s at most, until the test
+// releases them) hold only that chunk: the watcher runs every other chunk
+// itself through fl_workers_help. Fails when help runs nothing, or runs a
+// chunk a helper also runs (an item counted twice).
+struct Late {
+  Counts c{4096};
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> release{false};
+};
+
+void late_range(void *ctx, size_t b, size_t e) {
+  auto *l = static_cast<Late *>(ctx);
+  if (std::this_thread::get_id() != l->caller) AwaitAtMost5s([&] { return l->release.load(); });
+  count_range(&l->c, b, e);
+}
+
+TEST(Workers, WatcherRunsWhatLateHelpersHaveNotTaken) {
+  Pool p(4);
+  fl_workers_fix_costs(p.w, &kHelpers);
+  Late l;
+  ASSERT_EQ(fl_workers_start(p.w, l.c.hits.size(), 16, late_range, &l), 1);
+  const uint32_t helpers = fl_workers_last_helpers(p.w);
+  int ran = 0;
+  while (fl_workers_help(p.w)) ran++;
+  size_t done = 0;
+  for (const auto &h : l.c.hits) done += h.load() > 0;
+  // Chunks are n / ((helpers + 1) * 8) items: each stalled helper holds one.
+  const size_t chunk = l.c.hits.size() / ((helpers + 1) * 8);
+  EXPECT_GT(ran, 0);
+  EXPECT_GE(done, l.c.hits.size() - helpers * chunk) << "the watcher left chunks to late helpers";
+  l.release = true;
+  fl_workers_wait(p.w);
+  ExpectEachOnce(l.c);
 }
 
 TEST(Workers, BusyPoolRunsASecondCallersRangeOnThatCaller) {
@@ -270,13 +311,12 @@ TEST(Workers, ThreadsCarryThePoolsName) {
 
 // ------------------------------------------------------------ the cost model
 
-fl_pool_shape Shape(size_t n, size_t grain, uint32_t spinning, uint32_t sleeping, int works) {
+fl_pool_shape Shape(size_t n, size_t grain, uint32_t spinning, uint32_t sleeping) {
   fl_pool_shape s{};
   s.n = n;
   s.grain = grain;
   s.spinning = spinning;
   s.sleeping = sleeping;
-  s.caller_works = works;
   return s;
 }
 
@@ -288,7 +328,7 @@ uint32_t BruteForcePlan(const fl_pool_costs &c, const fl_pool_shape &s) {
   const double work = (double)s.n * c.item_ns;
   if (!(work > c.spin_ns)) return 0;
   const size_t chunks = (s.n + s.grain - 1) / s.grain;
-  size_t most = std::min<size_t>(s.spinning + s.sleeping, chunks - (s.caller_works ? 1 : 0));
+  size_t most = std::min<size_t>(s.spinning + s.sleeping, chunks - 1);
   double best = work;
   uint32_t pick = 0;
   for (uint32_t k = 1; k <= most; k++) {
@@ -310,29 +350,25 @@ TEST(PoolModel, SmallJobsStayOnTheCallerLargeOnesTakeEveryWorkerThatPays) {
   const fl_pool_costs c = {10, 1000, 50000, 5000}, rows = {100, 1000, 50000, 5000};
   const fl_pool_costs slow = {1e6, 1, 1, 0}, none = {0, 0, 0, 0};
   const PlanCase cases[] = {
-      {"50 items of 10 ns: shorter than one spinning hand-off", c, Shape(50, 1, 15, 0, 1), 0},
+      {"50 items of 10 ns: shorter than one spinning hand-off", c, Shape(50, 1, 15, 0), 0},
       {"500 items (5 us): a spinning helper takes half of what is left once it starts, 1 us "
        "in, but joining it and its price cost 1 us each",
-       c, Shape(500, 1, 15, 0, 1), 0},
+       c, Shape(500, 1, 15, 0), 0},
       {"a 30 us job ends before a sleeping worker (50 us) would start", c,
-       Shape(3000, 64, 0, 15, 1), 0},
-      {"no costs learned yet: nothing to gain from anyone", none, Shape(3000, 64, 0, 15, 1), 0},
-      {"32768 rows of 100 ns (3.3 ms): every spinning worker", rows, Shape(32768, 64, 15, 0, 1), 15},
-      {"the same with every worker asleep", rows, Shape(32768, 64, 0, 15, 1), 15},
-      {"3 chunks bound the helpers: 2 beside a working caller", slow, Shape(192, 64, 15, 0, 1), 2},
-      {"3 beside a watching one", slow, Shape(192, 64, 15, 0, 0), 3},
+       Shape(3000, 64, 0, 15), 0},
+      {"no costs learned yet: nothing to gain from anyone", none, Shape(3000, 64, 0, 15), 0},
+      {"32768 rows of 100 ns (3.3 ms): every spinning worker", rows, Shape(32768, 64, 15, 0), 15},
+      {"the same with every worker asleep", rows, Shape(32768, 64, 0, 15), 15},
+      {"3 chunks bound the helpers: 2 beside the caller", slow, Shape(192, 64, 15, 0), 2},
   };
   for (const PlanCase &k : cases) EXPECT_EQ(fl_pool_plan(&k.costs, &k.shape), k.helpers) << k.why;
   // 590 rows of 120 ns (71 us, a replay batch's misses) with spinning
-  // workers: some, not all (10 chunks of 64 rows); a watching caller, doing
-  // none of the work, takes at least as many.
+  // workers: some, not all (10 chunks of 64 rows).
   const fl_pool_costs g = {120, 1000, 50000, 5000};
-  fl_pool_shape s = Shape(590, 64, 15, 0, 1);
-  const uint32_t working = fl_pool_plan(&g, &s);
-  EXPECT_GT(working, 1u);
-  EXPECT_LT(working, 10u);
-  s.caller_works = 0;
-  EXPECT_GE(fl_pool_plan(&g, &s), working);
+  const fl_pool_shape s = Shape(590, 64, 15, 0);
+  const uint32_t helpers = fl_pool_plan(&g, &s);
+  EXPECT_GT(helpers, 1u);
+  EXPECT_LT(helpers, 10u);
 }
 
 // Fails when the plan's early stop skips a better plan, or when a plan is
@@ -349,13 +385,12 @@ TEST(PoolModel, PlanIsTheExhaustiveSearchsAnswer) {
     c.sleep_ns = c.spin_ns * log_uniform(1, 200);  // a sleeper never starts sooner
     c.wake_call_ns = log_uniform(1, 50000);
     const size_t grain = (size_t)log_uniform(1, 4096);
-    const fl_pool_shape s = Shape((size_t)log_uniform(1, 1e7), grain, rng() % 40, rng() % 40,
-                                  (int)(rng() % 2));
+    const fl_pool_shape s = Shape((size_t)log_uniform(1, 1e7), grain, rng() % 40, rng() % 40);
     const uint32_t k = fl_pool_plan(&c, &s);
     ASSERT_EQ(k, BruteForcePlan(c, s))
         << "item " << c.item_ns << " spin " << c.spin_ns << " sleep " << c.sleep_ns << " wake "
         << c.wake_call_ns << " n " << s.n << " grain " << s.grain << " spinning " << s.spinning
-        << " sleeping " << s.sleeping << " works " << s.caller_works;
+        << " sleeping " << s.sleeping;
     ASSERT_LE(fl_pool_predict(&c, &s, k), fl_pool_predict(&c, &s, 0));
   }
 }
