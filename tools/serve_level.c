@@ -2,12 +2,17 @@
  * shared queue, the arrival schedule and the counter sampler.
  *
  * The queue is a ticket counter: a free worker takes the next ticket i and
- * serves request i once it has arrived (open loop: at t0 + sched[i]; closed
- * loop: at once). Tickets go out in arrival order and a worker takes one only
- * when it is free, so this is one FIFO queue served by K servers: request i
- * starts when it has arrived and a worker has finished everything it took
- * before. Record i belongs to the worker holding ticket i alone until the
- * threads are joined.
+ * waits for request i to arrive (open loop: at t0 + sched[i]; closed loop:
+ * at once). Then it serves the oldest arrived request no worker has claimed
+ * (a flag per request, taken by compare-and-swap), until it has served its
+ * own or found it claimed. Tickets go out in arrival order and a worker takes
+ * one only when it is free, so this is one FIFO queue served by K servers: a
+ * request starts when it has arrived and a worker is free and awake. A
+ * worker whose wake-up comes late (the host's timers can fire milliseconds
+ * late) holds up no request: the next worker to wake takes it, as a
+ * server's pool takes a queued request. Each worker serves requests in
+ * increasing order (the oldest first), and record i belongs to the worker
+ * that claimed request i alone until the threads are joined.
  *
  * The scheduler's account (serve_sched.c): a worker reads its probe just
  * before a request's start time and just after its end time, so the probes'
@@ -54,6 +59,8 @@ typedef struct level_run {
   uint64_t t0;          /* monotonic ns */
   int64_t stop_ns;      /* closed: no request starts after; open: the deadline */
   uint64_t next;        /* the next ticket (atomic) */
+  uint8_t *claimed;     /* per request: 1 once a worker took it to serve (atomic) */
+  uint64_t low;         /* no request below it is unclaimed (atomic; a hint, never past one) */
   int failed;           /* a worker's fl_query failed (atomic) */
   fl_status status;     /* the first failure */
   int sampling;         /* the sampler runs while 1 (atomic) */
@@ -84,35 +91,66 @@ static void fail(level_run *run, fl_status s) {
   if (!__atomic_exchange_n(&run->failed, 1, __ATOMIC_ACQ_REL)) run->status = s;
 }
 
+/* Claims the oldest unclaimed request up to `last` (all of which have
+ * arrived when `last` has); UINT64_MAX when there is none. */
+static uint64_t claim_oldest(level_run *run, uint64_t last) {
+  uint64_t i = __atomic_load_n(&run->low, __ATOMIC_RELAXED);
+  for (; i <= last; i++) {
+    uint8_t no = 0;
+    if (__atomic_load_n(&run->claimed[i], __ATOMIC_RELAXED)) continue;
+    if (__atomic_compare_exchange_n(&run->claimed[i], &no, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+      break;
+  }
+  /* Every request below i was claimed when it was looked at. */
+  if (i > __atomic_load_n(&run->low, __ATOMIC_RELAXED)) __atomic_store_n(&run->low, i, __ATOMIC_RELAXED);
+  return i <= last ? i : UINT64_MAX;
+}
+
+/* Serves request i (claimed); *taken: the probe when the worker took its
+ * ticket. 0, or -1 when the worker stops (a failure, or past the level's
+ * end: record i stays unserved, end_ns < 0). */
+static int serve(worker_arg *wa, fl_serve_probe *probe, const fl_serve_sched *taken, uint64_t i,
+                 uint32_t *nth) {
+  level_run *run = wa->run;
+  fl_serve_ctx *x = run->x;
+  fl_serve_sched before, after;
+  fl_serve_probe_read(probe, &before);
+  int64_t start = (int64_t)(fl_now_ns() - run->t0);
+  if (start > run->stop_ns) return -1;
+  uint64_t req = (x->cursor + i) % x->pool->n;
+  fl_query_timing call;
+  fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req], &call);
+  int64_t end = (int64_t)(fl_now_ns() - run->t0);
+  fl_serve_probe_read(probe, &after);
+  if (s != FL_OK) {
+    fail(run, s);
+    return -1;
+  }
+  run->l->rec[i] = (fl_serve_record){req, wa->id, ++*nth, run->sched ? run->sched[i] : start,
+                                     start, end, call, fl_serve_sched_diff(&before, &after),
+                                     fl_serve_sched_diff(taken, &before)};
+  return 0;
+}
+
 static void *worker_main(void *arg) {
   worker_arg *wa = arg;
   level_run *run = wa->run;
-  fl_serve_ctx *x = run->x;
   uint32_t nth = 0;
   fl_serve_probe probe;
   fl_serve_probe_open(&probe);
   wait_until(run->t0);
-  while (!__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE)) {
-    uint64_t i = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED);
-    if (i >= run->cap) break;
-    fl_serve_sched taken, before, after;
+  for (int stop = 0; !stop && !__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE);) {
+    uint64_t mine = __atomic_fetch_add(&run->next, 1, __ATOMIC_RELAXED);
+    if (mine >= run->cap) break;
+    fl_serve_sched taken;
     fl_serve_probe_read(&probe, &taken);
-    if (run->sched) wait_until(run->t0 + (uint64_t)run->sched[i]);
-    fl_serve_probe_read(&probe, &before);
-    int64_t start = (int64_t)(fl_now_ns() - run->t0);
-    if (start > run->stop_ns) break; /* record i stays unserved (end_ns < 0) */
-    uint64_t req = (x->cursor + i) % x->pool->n;
-    fl_query_timing call;
-    fl_status s = fl_serve_worker_answer(x->workers[wa->id], &x->pool->req[req], &call);
-    int64_t end = (int64_t)(fl_now_ns() - run->t0);
-    fl_serve_probe_read(&probe, &after);
-    if (s != FL_OK) {
-      fail(run, s);
-      break;
-    }
-    run->l->rec[i] = (fl_serve_record){req, wa->id, ++nth, run->sched ? run->sched[i] : start,
-                                       start, end, call, fl_serve_sched_diff(&before, &after),
-                                       fl_serve_sched_diff(&taken, &before)};
+    if (run->sched) wait_until(run->t0 + (uint64_t)run->sched[mine]);
+    uint64_t i;
+    do {
+      if ((i = claim_oldest(run, mine)) == UINT64_MAX) break; /* its own was taken */
+      stop = serve(wa, &probe, &taken, i, &nth) != 0;
+    } while (i != mine && !stop);
   }
   fl_serve_probe_read(&probe, &wa->life);
   fl_serve_probe_close(&probe);
@@ -227,8 +265,9 @@ static fl_status run_level(level_run *run) {
   pthread_t *th = calloc(k + 1, sizeof *th);
   worker_arg *wa = calloc(k, sizeof *wa);
   l->rec = malloc((run->cap ? run->cap : 1) * sizeof *l->rec);
-  if (!th || !wa || !l->rec) {
-    free(th), free(wa);
+  run->claimed = calloc(run->cap ? run->cap : 1, 1);
+  if (!th || !wa || !l->rec || !run->claimed) {
+    free(th), free(wa), free(run->claimed);
     return FL_ERR_OUT_OF_MEMORY;
   }
   for (uint64_t i = 0; i < run->cap; i++) l->rec[i].end_ns = -1;
@@ -258,6 +297,7 @@ static fl_status run_level(level_run *run) {
   if (s == FL_OK && run->failed) s = run->status;
   uint64_t taken = run->next < run->cap ? run->next : run->cap;
   if (s == FL_OK) s = compact(run, taken);
+  free(run->claimed);
   free(th);
   free(wa);
   return s;
