@@ -4,9 +4,11 @@
  * pool only when every query that began at or before that epoch has finished
  * (CUDA: its completion event on the caller's stream has fired). So copy
  * kernels read slabs without locks and never see reused memory.
- * Thread-safe through its own mutex, a leaf but for collect's hooks: queries
- * begin and end without the cache lock, which admission rounds hold for
- * tens of microseconds; removals retire, and collect runs, under it. */
+ * Thread-safe through its own mutex, a leaf: queries begin and end without
+ * the cache lock, which admission rounds hold for tens of microseconds;
+ * removals retire, and collect runs, under it. Whether an event has fired
+ * is asked outside the mutex (a CUDA call can wait for the driver's own
+ * locks, and every query's begin and end takes this mutex). */
 #ifndef FL_CACHE_RECLAIM_H
 #define FL_CACHE_RECLAIM_H
 
@@ -16,6 +18,7 @@
 
 typedef struct fl_inflight {
   uint64_t start;  /* epoch when the query began */
+  uint64_t gen;    /* the begin that took the slot (fl_reclaim.begins then) */
   void *event;     /* cudaEvent_t marking its end on the caller's stream, or NULL */
   int active;      /* 1 while the query may still read slabs */
 } fl_inflight;
@@ -29,6 +32,7 @@ typedef struct fl_retired {
 typedef struct fl_reclaim {
   pthread_mutex_t mu;      /* guards everything below */
   uint64_t epoch;          /* bumped at each removal batch */
+  uint64_t begins;         /* begins so far: each slot's gen */
   fl_inflight *inflight;   /* slots, reused; tickets index into it */
   uint32_t n_inflight, cap_inflight;
   fl_retired *retired;

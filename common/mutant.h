@@ -36,6 +36,7 @@
  * mutant 23 host cuda: TinyLFU's shift detector never opens: a moved hot set's rows must miss twice (cache/admit_shift.c)
  * mutant 24 host: the shift detector forgets the short share's peak: a share coming back to where it was opens it (cache/admit_shift.c)
  * mutant 25 host: a watched job's caller never takes a chunk itself: helpers that come late hold the job up (common/parallel.c)
+ * mutant 26 host: a query's slot is ended on an event asked before the slot was ended and taken again: slabs are reused under the new query (cache/reclaim.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

@@ -2,8 +2,11 @@
 // when retired slabs are freed, when a removal marked as a whole (a CUDA
 // round's evicted slabs, fl_reclaim_mark) may be reused (fl_reclaim_horizon),
 // and that queries on streams give their slots back with no collect, also
-// while other threads remove and collect.
+// while other threads remove and collect, their events asked outside the
+// mutex.
 #include <gtest/gtest.h>
+
+#include <pthread.h>
 
 #include <atomic>
 #include <thread>
@@ -114,6 +117,59 @@ TEST_F(Reclaim, ABeginNeverTakesTheSlotOfAQueryStillRunning) {
   EXPECT_EQ(o_.released, 0);
   uint64_t mark = fl_reclaim_mark(&r_);
   EXPECT_LE(fl_reclaim_horizon(&r_, &h), mark) << "the running queries hold the mark";
+}
+
+// Events are asked outside the mutex, and an answer about a slot that was
+// ended and taken again meanwhile (by a query ending on the same pooled
+// event, as the CUDA cache's are) ends nothing. The event hook plays the
+// other thread: it finds the mutex free (a nested call would deadlock
+// otherwise), ends the first query through a horizon of its own, begins a
+// second in the same slot that ends on the same event, not fired for it,
+// and answers "fired" for the first. Fails when the second query's slot is
+// taken back on that stale answer (the mark it holds would pass).
+struct Reentrant {
+  fl_reclaim *r;
+  fl_reclaim_hooks h;
+  int ev = 0, calls = 0, released = 0;
+  bool held = false;
+  int64_t q1 = -1, q2 = -1;
+  uint64_t mark = 0;
+};
+
+int reentrant_done(void *ctx, void *ev) {
+  auto *x = static_cast<Reentrant *>(ctx);
+  if (pthread_mutex_trylock(&x->r->mu) != 0) {
+    x->held = true;
+    return 0;
+  }
+  pthread_mutex_unlock(&x->r->mu);
+  if (x->calls++ > 0) return *static_cast<int *>(ev);
+  x->ev = 1;
+  fl_reclaim_horizon(x->r, &x->h);  // ends q1 (this hook's second call)
+  x->q2 = fl_reclaim_begin(x->r, &x->h);
+  x->mark = fl_reclaim_mark(x->r);
+  fl_reclaim_end(x->r, x->q2, &x->ev);
+  x->ev = 0;
+  return 1;
+}
+
+TEST_F(Reclaim, AStaleAnswerAboutAReusedSlotEndsNothing) {
+  Reentrant x;
+  x.r = &r_;
+  x.h.free_slab = nullptr;
+  x.h.event_done = reentrant_done;
+  x.h.release_event = [](void *ctx, void *) { static_cast<Reentrant *>(ctx)->released++; };
+  x.h.ctx = &x;
+  x.q1 = fl_reclaim_begin(&r_, &x.h);
+  fl_reclaim_end(&r_, x.q1, &x.ev);
+  const uint64_t horizon = fl_reclaim_horizon(&r_, &x.h);
+  EXPECT_FALSE(x.held) << "an event was asked with the mutex held";
+  ASSERT_EQ(x.q2, x.q1) << "the second query took another slot: nothing tested";
+  EXPECT_LE(horizon, x.mark) << "the second query's slot was ended on the first's answer";
+  EXPECT_EQ(x.released, 1);
+  x.ev = 1;
+  EXPECT_GT(fl_reclaim_horizon(&r_, &x.h), x.mark);
+  EXPECT_EQ(x.released, 2);
 }
 
 // Callers on streams, as a CUDA cache's, beside a thread that removes slabs
