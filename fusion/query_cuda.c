@@ -127,9 +127,11 @@ static fl_status run_counters(run *r, uint64_t *t1) {
   fl_part_batch *b = r->b;
   fl_cache *c = b->c;
   const fl_run_views *v = r->v;
+  uint64_t t0 = fl_now_ns();
   fl_status st = fl_phase_wait_word(c, v->h_flag, 1, 20000, b->stream, FL_COUNTERS_WHAT);
   if (st != FL_OK) return st;
   *t1 = fl_now_ns();
+  fl_query_timing_here()->index_wait_ns += *t1 - t0;
   fl_cache_add(c, FL_STAT_NS_INDEX, *t1 - r->t0);
   r->n_miss = v->h_counters[0];
   uint64_t bad = v->h_counters[1];

@@ -377,6 +377,9 @@ typedef struct fl_query_timing {
                              round or a query's stream still used */
   uint64_t setup_grow_ns; /* CUDA: of setup_ns, making or growing a set (device and pinned
                              allocations, which wait for the whole device) */
+  uint64_t index_wait_ns; /* CUDA: of index_ns, from the launch's return until the counters
+                             came: the device's time, queue included; the rest is the host's
+                             (the query's registration and the launch calls) */
 } fl_query_timing;
 void fl_query_timing_last(fl_query_timing *out);
 

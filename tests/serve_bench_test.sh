@@ -190,6 +190,8 @@ def check(run, trace, whole):
             assert abs(max(r["dur"] for r in rs) - l["service_us"]["max"]) < 0.01, l["label"]
         assert opened[pid] == closed[pid] == sum(r["args"]["queue_us"] > 0 for r in rs), l["label"]
         if l["mode"] == "closed": assert opened[pid] == 0, "closed loop: nothing queued"
+        for s in l["stalls"] + l["slowest_service"]:
+            assert s["call"]["index_wait_us"] <= s["call"]["index_us"] + 0.01, s["call"]
         for rank, stalls in (("service", l["slowest_service"]), ("total", l["stalls"])):
             ms = sorted((m for m in marks[pid] if m["name"].startswith("slowest " + rank)),
                         key=lambda m: int(m["name"].split("#")[1]))

@@ -86,11 +86,11 @@ static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_
               st[j].d.v[c]);
     const fl_query_timing *t = &r->call;
     fprintf(f, "}, \"call\": {\"total_us\": %.2f, \"setup_us\": %.2f, \"setup_wait_us\": %.2f, "
-            "\"setup_grow_us\": %.2f, \"index_us\": %.2f, "
+            "\"setup_grow_us\": %.2f, \"index_us\": %.2f, \"index_wait_us\": %.2f, "
             "\"fetch_us\": %.2f, \"admission_us\": %.2f, \"missed\": %llu, \"fetched_rows\": "
             "%llu, \"after_us\": %.2f}",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
-            t->index_ns / 1e3, t->fetch_ns / 1e3,
+            t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3,
             t->admission_ns / 1e3, (unsigned long long)t->missed,
             (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
     fprintf(f, ", \"scheduler\": ");

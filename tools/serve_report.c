@@ -198,9 +198,9 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   fprintf(f, "%5s %6s %4s %9s %9s %9s %9s %9s %9s %8s %4s %5s | %9s", "size", "worker", "nth",
           "sched", "start", "end", "queue", "service", "total", "disp", "busy", "ahead", "window_ms");
   for (int k = 0; k < FL_ATTR_COUNT; k++) fprintf(f, " %s", fl_attr_cols[k].name);
-  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call", "setup",
-          "s.wait", "s.grow", "index", "fetch", "adm", "missed", "rows", "after", "runq", "invol",
-          "vol");
+  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call", "setup",
+          "s.wait", "s.grow", "index", "i.wait", "fetch", "adm", "missed", "rows", "after", "runq",
+          "invol", "vol");
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%5u %6u %4u %9.3f %9.3f %9.3f %9.1f %9.1f %9.1f %8.1f %4llu %5llu | %9.1f",
@@ -212,9 +212,10 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
     const fl_query_timing *t = &r->call;
     const fl_serve_sched *sc = &r->sched;
     char runq[32];
-    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s %5llu %5llu\n",
+    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s %5llu "
+            "%5llu\n",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
-            t->index_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
+            t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
             (unsigned long long)t->missed, (unsigned long long)t->fetched_rows,
             st[j].service_us - t->total_ns / 1e3,
             delay_text(runq, sizeof runq, sc->run_delay_ns, 1e3, 1),

@@ -115,6 +115,10 @@ static void request(FILE *f, int *first, int pid, const fl_serve_level *l, uint6
     if (ns[k] == 0) continue;
     slice(f, first, pid, tid, names[k], at, (int64_t)ns[k]);
     at += (int64_t)ns[k];
+    /* The index's end is the wait for its counters, nested in it. */
+    if (k == 1 && c->index_wait_ns)
+      slice(f, first, pid, tid, "counters wait", at - (int64_t)c->index_wait_ns,
+            (int64_t)c->index_wait_ns);
   }
   if (start + (int64_t)c->total_ns < end)
     slice(f, first, pid, tid, "gpu + sync", start + (int64_t)c->total_ns,
