@@ -247,6 +247,35 @@ static void set_wait(fl_cache *c, fl_scratch *y) {
   (void)cudaGetLastError();
 }
 
+/* Which of the sets no query holds have had their last uses end: their
+ * events are asked with scratch_lock released (a CUDA call may wait for
+ * the driver's locks, and every query's setup takes scratch_lock), and an
+ * answer counts only for a set not taken since (the same `takes`). Called
+ * and returns with scratch_lock held; ended[i] for set i. Returns how many
+ * sets are free now that were not asked about (given back, or made,
+ * meanwhile). */
+static size_t sets_ended(fl_cache *c, fl_cuda_state *s, int *ended) {
+  size_t n = s->n_scratch;
+  uint64_t takes[FL_MAX_CONCURRENT_QUERIES];
+  int ask[FL_MAX_CONCURRENT_QUERIES];
+  for (size_t i = 0; i < n; i++) {
+    ask[i] = !s->scratch[i].in_use && !s->scratch[i].kept;
+    takes[i] = s->scratch[i].takes;
+  }
+  pthread_mutex_unlock(&s->scratch_lock);
+  /* Events and sets are never freed while the cache lives. */
+  for (size_t i = 0; i < n; i++) ended[i] = ask[i] && !set_pending(c, &s->scratch[i]);
+  pthread_mutex_lock(&s->scratch_lock);
+  size_t unasked = 0;
+  for (size_t i = 0; i < s->n_scratch; i++) {
+    const fl_scratch *y = &s->scratch[i];
+    int same = i < n && ask[i] && y->takes == takes[i];
+    ended[i] = same && ended[i];
+    unasked += !same && !y->in_use && !y->kept;
+  }
+  return unasked;
+}
+
 fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, uint32_t part,
                              fl_scratch **out, uint64_t *wait_ns, uint64_t *grow_ns) {
   fl_cuda_state *s = c->fixed.cuda;
@@ -259,6 +288,8 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
     fl_scratch *pending = NULL;
     size_t n_pending = 0, n_posted = 0;
     uint64_t posted[FL_MAX_CONCURRENT_QUERIES];
+    int ended[FL_MAX_CONCURRENT_QUERIES];
+    size_t unasked = sets_ended(c, s, ended);
     for (size_t i = 0; i < s->n_scratch && !x; i++) {
       fl_scratch *y = &s->scratch[i];
       /* Pending: released but still read on the device, or held by its
@@ -266,10 +297,11 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
       uint64_t t = __atomic_load_n(&y->round_ticket, __ATOMIC_ACQUIRE);
       if (y->kept || (y->in_use && !t)) continue; /* a plan's, a running query's */
       if (t && y->round_part == part) posted[n_posted++] = t;
-      if (!y->in_use && !set_pending(c, y)) x = y;
+      if (!y->in_use && ended[i]) x = y;
       else if (n_pending++ == 0 || !t)
         pending = y; /* prefer one whose round is launched already */
     }
+    if (!x && unasked) continue; /* a set came free meanwhile: ask it rather than make one */
     if (x || n_pending < FL_SCRATCH_PENDING_MAX) break;
     /* Another query may take it meanwhile: look again after the wait. */
     pthread_mutex_unlock(&s->scratch_lock);
@@ -318,6 +350,7 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
     x->admit_done = admitted;
   }
   x->in_use = 1;
+  x->takes++;
   size_t to_dev = s->want_dev, to_host = s->want_host;
   pthread_mutex_unlock(&s->scratch_lock);
   size_t had_bytes = x->dev_bytes, had_host = x->host_bytes;

@@ -31,6 +31,8 @@ typedef struct fl_scratch {
   void *admit_done;   /* cudaEvent_t: the last admission round reading it ends
                          (maintenance stream) */
   int in_use;         /* taken by a running fl_query, or kept */
+  uint64_t takes;     /* times taken (under scratch_lock): tells a set taken and given
+                         back meanwhile from one left alone */
   int kept;           /* by a prepared query, for all its runs (under scratch_lock) */
   /* A miss set (batch/miss_set.h) in dev known to be empty: its address and
    * slots, so that the next query laying out its set at the same place and
@@ -53,7 +55,8 @@ typedef struct fl_cuda_state {
   size_t n_free_events, cap_free_events;
   void *m_dev, *m_host;        /* maintenance scratch (under the cache lock) */
   size_t m_dev_bytes, m_host_bytes;
-  pthread_mutex_t scratch_lock; /* guards the sets' in_use and n_scratch (a leaf lock) */
+  pthread_mutex_t scratch_lock; /* guards the sets' in_use, takes and n_scratch (a leaf lock;
+                                  no CUDA call under it) */
   fl_scratch *scratch;         /* query scratch sets */
   size_t n_scratch;            /* sets created, at most FL_MAX_CONCURRENT_QUERIES */
   /* The largest sizes any query asked of a set (under scratch_lock): a set

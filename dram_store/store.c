@@ -3,6 +3,7 @@
  * and change subscriptions. Gathers live in gather.c, copies in copy.c, file
  * formats in format_*.c, the tiers in local_tier.c and cluster_store/. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "common/half.h"
 #include "common/synthetic.h"
@@ -55,7 +56,7 @@ fl_status fl_store_new(const fl_table_desc *tables, uint32_t n_tables, uint32_t 
   fl_grace_init(&env->grace);
   pthread_mutex_init(&s->subs_lock, NULL);
   pthread_mutex_init(&s->map_lock, NULL);
-  s->workers = fl_workers_create("fl-store", threads);
+  s->workers = fl_workers_create("fl-store", threads ? threads : fl_store_default_threads());
   s->tables = calloc(n_tables ? n_tables : 1, sizeof *s->tables);
   if (!s->workers || !s->tables) {
     fl_store_destroy(s);
@@ -269,3 +270,10 @@ void fl_store_unsubscribe(fl_store *s, int id) {
   if (id >= 0 && id < s->n_subs) s->subs[id].fn = NULL;
   pthread_mutex_unlock(&s->subs_lock);
 }
+
+uint32_t fl_store_default_threads(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 1 ? (uint32_t)(cores / 2) : 1;
+}
+
+uint32_t fl_store_threads(const fl_store *s) { return fl_workers_count(s->workers); }

@@ -132,9 +132,14 @@ typedef struct fl_store fl_store;
 
 /* Creates an empty store of n_tables tables. Dense tables start with every row
  * zero; hashed tables start empty. `threads` sizes the gather pool
- * (0 = one per core). */
+ * (0 = fl_store_default_threads()). */
 fl_status fl_store_create(const fl_table_desc *tables, uint32_t n_tables, uint32_t threads,
                           fl_store **out);
+/* The gather pool's size that threads = 0 gives: half the online cores, at
+ * least 1; the other half stays for the server's own threads. */
+uint32_t fl_store_default_threads(void);
+/* The store's gather pool size, the calling thread included. */
+uint32_t fl_store_threads(const fl_store *s);
 void fl_store_destroy(fl_store *s);
 /* Message of the calling thread's last failed call on `s` ("" when none;
  * s NULL: the last failed fl_store_create/fl_store_load). */

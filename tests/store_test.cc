@@ -110,6 +110,20 @@ TEST(StoreTest, CreateRejectsBadDescriptors) {
   fl_store_destroy(nullptr);
 }
 
+// Fails when threads = 0 takes every core (beside a server's own threads,
+// its helpers wait for CPUs), or a given count is not kept.
+TEST(StoreTest, GatherPoolTakesHalfTheCoresByDefault) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  EXPECT_EQ(fl_store_default_threads(), cores > 1 ? (uint32_t)(cores / 2) : 1u);
+  fl_table_desc d = Desc("t", 10, 4, FL_FP32, FL_IDS_DENSE);
+  for (uint32_t threads : {0u, 3u}) {
+    fl_store *s = nullptr;
+    ASSERT_EQ(fl_store_create(&d, 1, threads, &s), FL_OK);
+    EXPECT_EQ(fl_store_threads(s), threads ? threads : fl_store_default_threads());
+    fl_store_destroy(s);
+  }
+}
+
 TEST(StoreTest, DenseUpsertGatherAndRange) {
   Store s = MakeStore({Desc("d", 100, 4, FL_FP32, FL_IDS_DENSE), Desc(nullptr, 5, 2, FL_FP32, FL_IDS_DENSE)});
   fl_table_desc d;

@@ -111,7 +111,7 @@ static fl_bench_result fl_bench_one(fl_bench_opts *o, uint32_t dim, fl_id_kind k
   if (st != FL_OK) fl_bench_die("create", st, fl_store_last_error(NULL));
   for (uint32_t t = 0; t < FL_BENCH_TABLES; t++)
     if ((st = fl_store_fill_synthetic(s, t, 1)) != FL_OK) fl_bench_die("fill", st, fl_store_last_error(s));
-  fl_workers *w = fl_workers_create("floor", o->threads);
+  fl_workers *w = fl_workers_create("floor", fl_store_threads(s));
   size_t per_call = 0;
   for (int t = 0; t < FL_BENCH_TABLES; t++) per_call += d[t].corpus_size >= o->min_rows ? o->batch : 0;
   int floor_failed = !w || fl_floor_init(&f, w, offset[FL_BENCH_TABLES], dim * sizeof(float), per_call);
@@ -225,9 +225,7 @@ static int fl_write_json(const fl_bench_opts *o, uint32_t threads, const fl_benc
 
 int main(int argc, char **argv) {
   fl_bench_opts o = fl_parse(argc, argv);
-  fl_workers *probe = fl_workers_create("probe", o.threads);
-  uint32_t threads = fl_workers_count(probe);
-  fl_workers_destroy(probe);
+  uint32_t threads = o.threads ? o.threads : fl_store_default_threads();
   static fl_bench_result res[FL_BENCH_MAX];
   int n = 0;
   char dims[64];

@@ -21,7 +21,7 @@
 typedef struct fl_bench_opts {
   char dims[64];        /* comma-separated vector sizes */
   int dense, hashed;    /* which id kinds to run */
-  uint32_t threads;     /* gather threads, 0 = all cores */
+  uint32_t threads;     /* gather threads, 0 = the store's default */
   size_t batch;         /* ids per table per gather */
   double seconds;       /* time per measurement */
   double scale;         /* corpus size multiplier */

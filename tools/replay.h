@@ -43,7 +43,7 @@ typedef struct fl_replay_opts {
   fl_layout layout;
   int compare;              /* run flat and per-table */
   fl_backend backend;
-  uint32_t threads;         /* host threads (store, host backend), 0 = all cores */
+  uint32_t threads;         /* host threads (store, host backend), 0 = their defaults */
   const char *model;        /* .flst file for fl_store_load */
   const char *model_npy;    /* DIR/<table>.ids.npy + DIR/<table>.vectors.npy */
   const char *model_hugectr;/* DIR/<table>/ HugeCTR sparse model folders */

@@ -103,7 +103,7 @@ static fl_status gather_rate(const fl_workload *w, const fl_replay_opts *o, fl_b
   uint64_t rows = w->model_rows;
   if (rows * rb > FL_ARRAY_MAX_BYTES) rows = FL_ARRAY_MAX_BYTES / rb;
   size_t n = f->rate_rows, sets = FL_RATE_WARM + FL_RATE_RUNS;
-  fl_workers *pool = fl_workers_create("floor", o->threads);
+  fl_workers *pool = fl_workers_create("floor", fl_store_threads(w->store));
   uint64_t *at = malloc(sets * n * sizeof *at);
   fl_floor g;
   int ok = pool && at && fl_floor_init(&g, pool, rows, rb, n) == 0;

@@ -183,7 +183,7 @@ void fl_replay_print_options(FILE *f) {
       "  --layout L          flat|per-table [flat]\n"
       "  --compare           run flat and per-table, print the ratios\n"
       "  --backend B         auto|host|cuda [auto; env FL_BACKEND]\n"
-      "  --threads N         host threads [all cores]\n"
+      "  --threads N         host threads [store: half the cores; host backend: all]\n"
       "  --prepared          query through prepared queries (fl_query_prepare), as a\n"
       "                      server with fixed buffers does; prepared again, untimed,\n"
       "                      when a batch's shape changes\n"

@@ -60,7 +60,7 @@ static void usage(FILE *f) {
         "  --warm-seconds S    longest warm-up [10]\n"
         "  --sample-ms N       read the cache's counters every N ms, for the stall\n"
         "                      report (it takes the cache's lock); 0: never [5]\n"
-        "  --host-threads N    the library's host threads [all cores]\n"
+        "  --host-threads N    the library's host threads [store: half the cores]\n"
         "  --json FILE         the results as JSON\n"
         "  --svg FILE          latency percentiles against offered load\n"
         "  --trace FILE        the levels' requests, their phases and the cache's counters\n"

@@ -45,7 +45,7 @@ class Store(_Owner, _Tables):
 
     Args:
         tables: the tables, in index order.
-        threads: gather pool size (0 = one per core).
+        threads: gather pool size (0 = half the cores).
     """
 
     def __init__(self, tables: Sequence[Table], threads: int = 0) -> None:
