@@ -136,6 +136,14 @@ void fl_round_destroy(struct fl_cache *c, uint32_t part);
  * pointers, admissions, reservoirs, evicted slabs). wait = 0: only if it is
  * already over. Fails when the round failed on the device. */
 fl_status fl_round_settle(struct fl_cache *c, uint32_t part, int wait);
+/* Under the cache lock (fl_cache_reserve): waits for the part's round, then
+ * sizes each class's reservoir for a round's `fill` new slots (a batch's
+ * misses, at most its ids and queries), and its eviction ring and, in a
+ * part of one class, its reservoir for two eviction bursts of a full pool
+ * (fl_cache_evict_burst), so that no round allocates when the pool first
+ * fills or later. The input block grows on demand (fl_cache_stats.allocations
+ * counts it). */
+fl_status fl_round_reserve(struct fl_cache *c, uint32_t part, uint64_t fill);
 /* After a settle, under the cache lock (a clear): the limbo slabs no
  * running query can read go back to the pool now, not at the next round. */
 void fl_round_release_limbo(struct fl_cache *c, uint32_t part);

@@ -417,6 +417,28 @@ fl_status fl_cache_clear(fl_cache *c) {
   return st != FL_OK ? st : cleared;
 }
 
+fl_status fl_cache_reserve_maintenance(fl_cache *c, uint64_t fill) {
+  rounds_launched(c);
+  pthread_mutex_lock(&c->lock);
+  fl_status st = FL_OK;
+  uint64_t slots = 0;
+  int classes = 0;
+  for (uint32_t p = 0; p < c->fixed.n_parts && st == FL_OK; p++) {
+    st = fl_round_reserve(c, p, fill);
+    if (c->parts[p].slots > slots) slots = c->parts[p].slots;
+    classes |= c->parts[p].pool.n_classes > 1;
+  }
+  /* The host's evictions (a starved class among several, or trimming
+   * unified entries, for which the index has room) take an age histogram,
+   * then every evicted slot's location (maint.c). */
+  if (st == FL_OK && (classes || c->fixed.loc_bits != 32)) {
+    void *dev, *host;
+    st = fl_cuda_state_maint_buffers(c, 16 + slots * 8, FL_AGE_BUCKETS * 8, &dev, &host);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return st;
+}
+
 fl_status fl_cache_set_unified_entries(fl_cache *c, uint64_t n) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_cache_set_unified_entries: cache is NULL");
   if (n > 0 && c->fixed.loc_bits == 32)
@@ -479,6 +501,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);
   out->slabs_recycled = stat_of(m, FL_STAT_SLABS_RECYCLED);
   out->shift_opens = stat_of(m, FL_STAT_SHIFT_OPENS);
+  out->allocations = c->fixed.cuda ? __atomic_load_n(&c->fixed.cuda->allocations, __ATOMIC_RELAXED) : 0;
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */
   fl_round_settle_all(m, 0, 0);
@@ -527,4 +550,5 @@ void fl_cache_stats_reset(fl_cache *c) {
     atomic_store(&c->counters[t].misses, 0);
   }
   for (int i = 0; i < FL_STAT_COUNT; i++) atomic_store(&c->stat[i], 0);
+  if (c->fixed.cuda) __atomic_store_n(&c->fixed.cuda->allocations, 0, __ATOMIC_RELAXED);
 }

@@ -148,8 +148,17 @@ uint64_t fl_cache_index_room(const fl_cache *c, uint32_t part);
 /* Bytes of index per slot (key, location, version, timestamp) for the
  * cache's key and location widths. */
 uint64_t fl_cache_slot_bytes(const fl_cache *c);
+/* CUDA, for fl_cache_reserve: the admission rounds' reservoirs and
+ * eviction rings (fl_round_reserve; `fill`: a batch's most new slots) and
+ * the maintenance buffers, sized ahead for a full pool's evictions. Takes
+ * c->lock. */
+fl_status fl_cache_reserve_maintenance(fl_cache *c, uint64_t fill);
 /* The cached entries make_room would evict from part p now (0: none). */
 uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved);
+/* The most cached entries one eviction of part p asks when its pool is
+ * full (as fl_cache_evict_want counts them, every vector at the smallest
+ * slot): what a round's eviction ring and reservoir must hold. */
+uint64_t fl_cache_evict_burst(const fl_cache *c, uint32_t part);
 /* Accounts for entries of `kind` just removed from part p's index (the
  * removal complete), their locations in locs (FL_LOC_NONE skipped; locs is
  * reordered): counts, statistics when `evicted`, and slabs to reclamation. */

@@ -203,6 +203,7 @@ static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t need_de
     *dev = NULL;
     *dev_bytes = 0;
     size_t n = to_dev + to_dev / 2;
+    fl_cuda_allocated(c->fixed.cuda, 1);
     FL_CUDA_TRY(c, cudaMalloc(dev, n));
     *dev_bytes = n;
   }
@@ -211,6 +212,7 @@ static fl_status grow(fl_cache *c, void **dev, size_t *dev_bytes, size_t need_de
     *host = NULL;
     *host_bytes = 0;
     size_t n = to_host + to_host / 2;
+    fl_cuda_allocated(c->fixed.cuda, 1);
     FL_CUDA_TRY(c, cudaMallocHost(host, n));
     *host_bytes = n;
   }

@@ -49,6 +49,8 @@ typedef struct fl_scratch {
 
 typedef struct fl_cuda_state {
   int device;
+  uint64_t allocations;        /* buffers allocated after creation, each replacing a smaller
+                                  one (fl_cache_stats.allocations; atomic, fl_cuda_allocated) */
   void *maint;                 /* cudaStream_t: index mutations, in order */
   pthread_mutex_t events_lock; /* guards the event pool (a leaf lock) */
   void **free_events;          /* cudaEvent_t pool */
@@ -89,6 +91,10 @@ int fl_event_done(void *ctx, void *event);
 void fl_event_release(void *ctx, void *event);
 /* An event from the pool (thread-safe). */
 fl_status fl_event_get(struct fl_cache *c, void **event);
+/* Counts n buffers allocated (fl_cuda_state.allocations). */
+static inline void fl_cuda_allocated(fl_cuda_state *s, uint64_t n) {
+  __atomic_add_fetch(&s->allocations, n, __ATOMIC_RELAXED);
+}
 /* Maintenance scratch of at least these sizes (under the cache lock). */
 fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);

@@ -164,6 +164,18 @@ uint64_t fl_cache_evict_want(const fl_cache *c, uint32_t part, int starved) {
   return want < p->entries ? want : p->entries;
 }
 
+uint64_t fl_cache_evict_burst(const fl_cache *c, uint32_t part) {
+  const fl_part *p = &c->parts[part];
+  uint32_t slot = 0;
+  for (uint32_t k = 0; k < p->pool.n_classes; k++)
+    if (!slot || p->pool.classes[k].slot_bytes < slot) slot = p->pool.classes[k].slot_bytes;
+  if (!slot) return 0;
+  double share = 1.0 - c->fixed.cfg.low_watermark;
+  if (p->pool.n_classes > 1 && share < FL_STARVED_SHARE) share = FL_STARVED_SHARE;
+  double cap = (double)p->pool.bytes - unified_reserve(c, part);
+  return (uint64_t)(share * cap / slot) + 1;
+}
+
 fl_status fl_cache_make_room(fl_cache *c, uint32_t part, int starved) {
   fl_cache_collect(c);
   fl_status st = fl_cache_trim_unified(c, part);

@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
+#include "cache/cache.h"
 #include "common/clock.h"
 #include "common/cuda_check.h"
 #include "dram_store/store_internal.h"
@@ -259,5 +260,8 @@ fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries, ui
     if (f->tables[t].vec_bytes > b.max_row) b.max_row = f->tables[t].vec_bytes;
   fl_run_layout l;
   fl_run_layout_plan(&b, keys, keys * b.max_row, &l);
-  return fl_scratch_reserve(c, l.total, l.host_total, callers);
+  fl_status st = fl_scratch_reserve(c, l.total, l.host_total, callers);
+  /* A round's new slots: admit_job.c asks at most a query's misses and 5
+   * more (its margin of 4 deviations) a query. */
+  return st == FL_OK ? fl_cache_reserve_maintenance(c, keys + 5ull * queries) : st;
 }

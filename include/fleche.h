@@ -438,8 +438,11 @@ fl_status fl_cache_sync(fl_cache *c);
  * `keys` ids in up to `queries` queries, ids and outputs anywhere, as a
  * server does at start-up: while its calls stay within these, none
  * allocates. Buffers otherwise grow on demand (by 1.5x), and allocating
- * pinned memory holds every thread's CUDA calls meanwhile. Host backend:
- * nothing to do. Thread-safe. */
+ * pinned memory holds every thread's CUDA calls meanwhile. It also sizes
+ * the admission rounds' eviction rings and reservoirs (and the maintenance
+ * buffers) for the evictions of a full pool, which otherwise grow when the
+ * pool first fills (fl_cache_stats.allocations counts what still grows).
+ * Host backend: nothing to do. Thread-safe. */
 fl_status fl_cache_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
 /* The most callers fl_cache_reserve takes. */
 #define FL_RESERVE_MAX_CALLERS 62u
@@ -502,6 +505,12 @@ typedef struct fl_cache_stats {
   uint64_t shift_opens;       /* FL_ADMIT_TINYLFU: times a part's lookups began to miss far
                                  more often (its hot set moved) and its admission opened to
                                  every missed row for a while (fl_query) */
+  uint64_t allocations;       /* CUDA: device or pinned buffers the cache allocated (each
+                                 replacing a smaller one, which is freed) after it was created:
+                                 query buffer sets, admission rounds' blocks, reservoirs and
+                                 rings, maintenance buffers. Each holds every thread's CUDA calls
+                                 meanwhile, and a free waits for the device: fl_cache_reserve
+                                 makes them before serving */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

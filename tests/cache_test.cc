@@ -979,8 +979,10 @@ TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
 // fl_cache_reserve for 4 callers: 4 threads on streams of their own, with
 // misses, admission rounds and evictions, host and device buffers, never
 // make or grow a buffer set while they query (setup_grow_ns 0 in every
-// call), each answer checked against the store. Without it, calls do (CUDA):
-// the count can fail. Host backend: no sets, nothing grows.
+// call), and the rounds' evictions grow no ring or reservoir (the cache's
+// allocations stay at the reserve's), each answer checked against the
+// store. Without it, calls do (CUDA): the count can fail. Host backend: no
+// sets, nothing grows.
 TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
   const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
   const size_t n = 200, threads = 4;
@@ -992,6 +994,7 @@ TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
       FL_ASSERT_OK_CACHE(fl_cache_reserve(c.get(), n * tables_.size(), (uint32_t)tables_.size(),
                                           (uint32_t)threads),
                          c.get());
+    const uint64_t reserved = Stats(c.get()).allocations;
     std::atomic<int> grew{0}, calls{0};
     std::vector<std::thread> pool;
     for (size_t th = 0; th < threads; th++) {
@@ -1015,7 +1018,13 @@ TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
     EXPECT_EQ(calls.load(), 48);
     if (cuda && !reserve) EXPECT_GT(grew.load(), 0);
     else EXPECT_EQ(grew.load(), 0);
-    EXPECT_GT(Stats(c.get()).evictions, 0u);
+    const fl_cache_stats s = Stats(c.get());
+    EXPECT_GT(s.evictions, 0u);
+    // Every set a call made or grew is counted (one buffer at least); once
+    // reserved, the pool's filling and evictions allocate nothing either
+    // (rings, reservoirs); the host backend allocates no CUDA buffer.
+    if (cuda && !reserve) EXPECT_GE(s.allocations, (uint64_t)grew.load());
+    else EXPECT_EQ(s.allocations, reserved) << "allocated while serving";
   }
 }
 

@@ -66,6 +66,7 @@ for name, f in rows.items():
     assert achieved > 0, name + ": achieved rate"
     assert p50 <= p99 <= p999 <= mx, name + ": percentiles ordered"
     assert 0 < float(f[12].rstrip("%")) <= 100, name + ": hit rate"
+    assert f[14] == "0", name + ": the host backend allocates no CUDA buffer"
 
 d = json.load(open(sys.argv[2]))
 assert d["backend"] == "host" and d["threads"] == 3
@@ -83,6 +84,7 @@ for l in levels:
     assert l["requests"] > 0 and l["achieved_rps"] > 0, l["label"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"], l["label"]
     assert 0 < l["hit_rate"] <= 1, l["label"]
+    assert l["allocations"] == 0, l["label"]
     sc, wk, pr = l["scheduler"], l["scheduler"]["workers"], l["scheduler"]["process"]
     assert 0 <= sc["slow_preempted"] <= min(sc["preempted"], sc["slow"]), sc
     assert max(sc["preempted"], sc["slow"]) <= l["requests"], sc

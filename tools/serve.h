@@ -135,6 +135,7 @@ enum {
   FL_ATTR_GATHER,      /* ms inside the store's gathers */
   FL_ATTR_STEAL,       /* ms the hypervisor ran something else on this machine's CPUs,
                           summed over them (/proc/stat's steal; 0 where not reported) */
+  FL_ATTR_ALLOCS,      /* CUDA buffers the cache allocated: each holds every caller */
   FL_ATTR_COUNT
 };
 /* Each counter's name in the reports, and the decimals it is printed with. */

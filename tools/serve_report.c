@@ -149,19 +149,20 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
           "before and after)%s\n",
           res->probe_ns / 1e3,
           res->run_delay_known ? "" : "; run-queue delay unknown: no /proc/thread-self/schedstat");
-  fprintf(f, "%-12s %11s %11s %11s %9s %9s %9s %9s %9s %9s %9s %8s %7s\n", "level", "offered/s",
-          "achieved/s", "M lookup/s", "p50 us", "p99 us", "p999 us", "max us", "queue99", "serv99",
-          "dispmax", "hit rate", "passes");
+  fprintf(f, "%-12s %11s %11s %11s %9s %9s %9s %9s %9s %9s %9s %8s %7s %6s\n", "level",
+          "offered/s", "achieved/s", "M lookup/s", "p50 us", "p99 us", "p999 us", "max us",
+          "queue99", "serv99", "dispmax", "hit rate", "passes", "allocs");
   for (uint32_t i = 0; i < res->n_levels; i++) {
     const fl_serve_level *l = &res->levels[i];
     char offered[32] = "-";
     if (l->open) snprintf(offered, sizeof offered, "%.1f", l->offered_rps);
-    fprintf(f, "%-12s %11s %11.1f %11.2f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f%% %7.2f",
+    fprintf(f, "%-12s %11s %11.1f %11.2f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f%% %7.2f %6llu",
             l->label, offered, fl_serve_achieved_rps(l),
             l->wall_s > 0 ? (double)l->lookups / l->wall_s / 1e6 : 0, fl_serve_latency_us(l, 0.5),
             fl_serve_latency_us(l, 0.99), fl_serve_latency_us(l, 0.999), fl_serve_latency_us(l, 1),
             fl_percentile(l->queue_us, l->n, 0.99), fl_percentile(l->service_us, l->n, 0.99),
-            fl_percentile(l->dispatch_us, l->n, 1), 100 * fl_serve_hit_rate(l), l->passes);
+            fl_percentile(l->dispatch_us, l->n, 1), 100 * fl_serve_hit_rate(l), l->passes,
+            (unsigned long long)(l->after.allocations - l->before.allocations));
     if (l->unserved) fprintf(f, "  (%llu unserved: past saturation)", (unsigned long long)l->unserved);
     fputc('\n', f);
   }

@@ -11,7 +11,8 @@
 
 const fl_serve_attr_col fl_attr_cols[FL_ATTR_COUNT] = {
     {"queries", 0},     {"store_rows", 0},    {"evictions", 0}, {"rounds_starved", 0},
-    {"rounds_shed", 0}, {"admit_wait_ms", 2}, {"gather_ms", 2},   {"steal_ms", 1}};
+    {"rounds_shed", 0}, {"admit_wait_ms", 2}, {"gather_ms", 2},   {"steal_ms", 1},
+    {"allocs", 0}};
 
 void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
   a->v[FL_ATTR_QUERIES] = (double)s->queries;
@@ -22,6 +23,7 @@ void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
   a->v[FL_ATTR_ADMIT_WAIT] = s->ns_admission_wait / 1e6;
   a->v[FL_ATTR_GATHER] = s->ns_store_gather / 1e6;
   a->v[FL_ATTR_STEAL] = 0; /* the sampler reads it beside the counters */
+  a->v[FL_ATTR_ALLOCS] = (double)s->allocations;
 }
 
 double fl_serve_achieved_rps(const fl_serve_level *l) {

@@ -152,6 +152,7 @@ class fl_cache_stats(Structure):
         ("rounds_starved", c_uint64),
         ("slabs_recycled", c_uint64),
         ("shift_opens", c_uint64),
+        ("allocations", c_uint64),
     ]
 
 

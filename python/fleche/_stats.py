@@ -62,6 +62,7 @@ class CacheStats:
     rounds_starved: int
     slabs_recycled: int
     shift_opens: int
+    allocations: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property

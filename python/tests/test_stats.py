@@ -50,6 +50,7 @@ def test_zero_copy_is_cuda_only(store):
         assert st.unique_misses == 2 and st.zero_copy_rows == 0
         assert st.rounds_shed == st.rounds_starved == st.slabs_recycled == 0  # the host backend admits inline: no rounds
         assert st.shift_opens == 0  # two lookups: no hot set has moved
+        assert st.allocations == 0  # the host backend makes no CUDA buffer
     with pytest.raises(fleche.InvalidArgument, match="zero_copy_rows"):
         fleche.Cache(store, backend="host", zero_copy_rows=-1)
 
