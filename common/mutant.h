@@ -37,6 +37,7 @@
  * mutant 24 host: the shift detector forgets the short share's peak: a share coming back to where it was opens it (cache/admit_shift.c)
  * mutant 25 host: a watched job's caller never takes a chunk itself: helpers that come late hold the job up (common/parallel.c)
  * mutant 26 host: a query's slot is ended on an event asked before the slot was ended and taken again: slabs are reused under the new query (cache/reclaim.c)
+ * mutant 27 cuda: fl_cache_reserve sizes no admission round's ring or reservoir: the pool's first evictions allocate (cache/cache.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H
