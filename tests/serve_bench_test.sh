@@ -11,8 +11,9 @@
 # level has its slowest services (sorted, the first the maximum) and its
 # backlog (an onset queued over the threshold and before every other such
 # stall, none and no saturation in the closed loop; the machine's steal time
-# over the level bounds that of its stretch and of its slowest requests), the
-# ideal queue's latency lies between the service time and the measured
+# over the level bounds that of its stretch and of its slowest requests), its
+# frozen stretches (each over its threshold, none longer than a service, a
+# known phase for every worker), the ideal queue's latency lies between the service time and the measured
 # latency (equal to the service in the closed loop), the SVG is well-formed,
 # the trace has every level, its slowest requests (by service, by total)
 # marked on their requests,
@@ -46,6 +47,8 @@ assert sorted(sched_rows) == sorted(rows), sched_rows.keys()
 at = next(i for i, l in enumerate(text) if l.startswith("backlog per level"))
 assert sorted(level_rows(text[at:text.index("", at)])) == sorted(rows), "a backlog row a level"
 assert sum(l.startswith("slowest services of ") for l in text) == 3, "a service list a level"
+at = next(i for i, l in enumerate(text) if l.startswith("frozen per level"))
+assert sorted(level_rows(text[at:text.index("", at)])) == sorted(rows), "a frozen row a level"
 at = next(i for i, l in enumerate(text) if l.startswith("queueing per level"))
 assert "the p50 of open 50%" in text[at], text[at]
 queue_rows = level_rows(text[at:text.index("", at)])
@@ -130,6 +133,20 @@ for l in levels:
     assert abs(sv[0]["service_us"] - l["service_us"]["max"]) < 0.02, l["label"]
     for a, b in zip(sv, sv[1:]):
         assert a["service_us"] >= b["service_us"], l["label"] + ": services slowest first"
+    fr = l["frozen"]
+    # Every worker is in service through a frozen stretch: none outlasts a
+    # service, each names a phase (or "call"), and each is over the threshold.
+    assert fr["threshold_us"] >= max(300, 2 * l["service_us"]["p50"]) - 0.1, fr
+    if fr["count"]:
+        assert fr["threshold_us"] < fr["longest_us"] <= l["service_us"]["max"] + 0.01, fr
+        assert fr["count"] * fr["threshold_us"] <= 1000 * fr["total_ms"] + 0.1, fr
+        assert fr["longest_us"] <= 1000 * fr["total_ms"] + 0.1, fr
+        assert len(fr["phases"]) == d["threads"], fr
+        assert set(fr["phases"]) <= {"setup", "index", "counters wait", "fetch", "admission",
+                                     "gpu + sync", "call"}, fr
+    else:
+        assert fr["longest_us"] == 0 and fr["longest_from_ms"] is None, fr
+        assert fr["total_ms"] == 0 and fr["phases"] == ["-"] * d["threads"], fr
     bl = l["backlog"]
     on, limit = bl["onset"], bl["threshold_us"]
     if on is not None:

@@ -416,4 +416,36 @@ typedef struct fl_serve_backlog {
 /* The backlog of a level served by `workers` workers. */
 fl_status fl_serve_backlog_of(const fl_serve_level *l, uint32_t workers, fl_serve_backlog *out);
 
+/* A request's phases as the library accounts them (fl_query_timing:
+ * setup, index, fetch, admission; those of 0 ns left out), laid back to
+ * back from its start; "counters wait" nested at the end of the index;
+ * then "gpu + sync", the part after the call returned. Times in ns from the
+ * level's t0. */
+typedef struct fl_serve_phase {
+  const char *name;
+  int64_t from_ns, to_ns;
+} fl_serve_phase;
+enum { FL_SERVE_PHASES = 6 };
+/* r's phases into out (FL_SERVE_PHASES at most), in time order (a nested
+ * one after its parent); returns how many. */
+uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out);
+
+/* A stretch longer than this (us), or than twice the level's median
+ * service, with every worker in service and none starting or ending a
+ * request is counted as frozen (serve_frozen.c). */
+#define FL_SERVE_FROZEN_US 300.0
+
+typedef struct fl_serve_frozen {
+  double threshold_us;     /* the level's */
+  uint64_t count;          /* frozen stretches */
+  double total_ms;         /* their length, summed */
+  int64_t from_ns, to_ns;  /* the longest, from t0; equal: none */
+} fl_serve_frozen;
+
+/* The frozen stretches of a level served by `workers` workers; with phase
+ * non-NULL (workers entries), each worker's phase at the longest one's
+ * middle ("-": none found). */
+fl_status fl_serve_frozen_of(const fl_serve_level *l, uint32_t workers, fl_serve_frozen *out,
+                             const char **phase);
+
 #endif

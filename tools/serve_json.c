@@ -126,6 +126,28 @@ static void backlog(FILE *f, const fl_serve_level *l, uint32_t workers) {
           b.saturated_to_ns / 1e6, b.saturated_steal_ms, b.steal_ms);
 }
 
+/* "frozen": {"threshold_us": .., "count": .., "total_ms": .., "longest_us": ..,
+ * "longest_from_ms": .. or null, "phases": [each worker's at its middle]}, or
+ * null without the memory to work it out. */
+static void frozen(FILE *f, const fl_serve_level *l, uint32_t workers) {
+  fl_serve_frozen z;
+  const char **phase = calloc(workers ? workers : 1, sizeof *phase);
+  if (!phase || fl_serve_frozen_of(l, workers, &z, phase) != FL_OK) {
+    fprintf(f, "\"frozen\": null");
+    free(phase);
+    return;
+  }
+  fprintf(f, "\"frozen\": {\"threshold_us\": %.1f, \"count\": %llu, \"total_ms\": %.4f, "
+          "\"longest_us\": %.2f, \"longest_from_ms\": ", z.threshold_us,
+          (unsigned long long)z.count, z.total_ms, (z.to_ns - z.from_ns) / 1e3);
+  if (z.count) fprintf(f, "%.4f", z.from_ns / 1e6);
+  else fprintf(f, "null");
+  fprintf(f, ", \"phases\": [");
+  for (uint32_t w = 0; w < workers; w++) fprintf(f, "%s\"%s\"", w ? ", " : "", phase[w]);
+  fprintf(f, "]}");
+  free(phase);
+}
+
 static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
                   const fl_serve_opts *o) {
   fprintf(f, "\n    {\"label\": \"%s\", \"mode\": \"%s\", \"load\": %.4f, \"offered_rps\": %.2f, "
@@ -154,6 +176,8 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
   level_sched(f, l);
   fprintf(f, ",\n     ");
   backlog(f, l, o->threads);
+  fprintf(f, ",\n     ");
+  frozen(f, l, o->threads);
   fprintf(f, ",\n     ");
   stalls(f, "stalls", l, p, FL_SERVE_BY_TOTAL, o->stalls);
   fprintf(f, ",\n     ");

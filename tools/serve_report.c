@@ -96,6 +96,35 @@ static void print_backlog(FILE *f, const fl_serve_opts *o, const fl_serve_result
   }
 }
 
+static void print_frozen(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
+  fprintf(f, "\nfrozen per level (every one of the %u workers in service and none starting or "
+          "ending a request for over `over` us: %.0f, or twice the level's median service: a "
+          "stall they share; count, ms in all; the longest: us, from: ms from the level's start, "
+          "and each worker's phase at its middle, 'call': in none the library accounts)\n",
+          o->threads, FL_SERVE_FROZEN_US);
+  fprintf(f, "%-12s %7s %7s %9s %9s %9s  %s\n", "level", "over", "count", "total", "longest",
+          "from", "phases");
+  const char **phase = calloc(o->threads, sizeof *phase);
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    fl_serve_frozen z;
+    if (!phase || fl_serve_frozen_of(l, o->threads, &z, phase) != FL_OK) {
+      fprintf(f, "%-12s out of memory\n", l->label);
+      continue;
+    }
+    fprintf(f, "%-12s %7.0f %7llu %9.3f %9.1f", l->label, z.threshold_us,
+            (unsigned long long)z.count, z.total_ms, (z.to_ns - z.from_ns) / 1e3);
+    if (!z.count) {
+      fprintf(f, " %9s  -\n", "-");
+      continue;
+    }
+    fprintf(f, " %9.3f ", z.from_ns / 1e6);
+    for (uint32_t w = 0; w < o->threads; w++) fprintf(f, " %s%s", phase[w], w + 1 < o->threads ? "," : "");
+    fputc('\n', f);
+  }
+  free(phase);
+}
+
 /* Per level, its latency against the ideal queue's for the same requests,
  * and both as multiples of the unloaded p50. */
 static void print_queue(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
@@ -169,6 +198,7 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   print_sched(f, res);
   print_kinds(f, res);
   print_backlog(f, o, res);
+  print_frozen(f, o, res);
   print_queue(f, o, res);
 }
 

@@ -26,6 +26,25 @@ void fl_serve_attrib_of(const fl_cache_stats *s, fl_serve_attrib *a) {
   a->v[FL_ATTR_ALLOCS] = (double)s->allocations;
 }
 
+uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out) {
+  const fl_query_timing *c = &r->call;
+  const char *names[] = {"setup", "index", "fetch", "admission"};
+  uint64_t ns[] = {c->setup_ns, c->index_ns, c->fetch_ns, c->admission_ns};
+  uint32_t n = 0;
+  int64_t at = r->start_ns;
+  for (int k = 0; k < 4; k++) {
+    if (ns[k] == 0) continue;
+    out[n++] = (fl_serve_phase){names[k], at, at + (int64_t)ns[k]};
+    at += (int64_t)ns[k];
+    /* The index's end is the wait for its counters, nested in it. */
+    if (k == 1 && c->index_wait_ns)
+      out[n++] = (fl_serve_phase){"counters wait", at - (int64_t)c->index_wait_ns, at};
+  }
+  if (r->start_ns + (int64_t)c->total_ns < r->end_ns)
+    out[n++] = (fl_serve_phase){"gpu + sync", r->start_ns + (int64_t)c->total_ns, r->end_ns};
+  return n;
+}
+
 double fl_serve_achieved_rps(const fl_serve_level *l) {
   return l->wall_s > 0 ? (double)l->n / l->wall_s : 0;
 }

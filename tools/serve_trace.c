@@ -5,10 +5,10 @@
  *
  * Each level is a process (named by its label, in run order) with one track
  * per worker. A request is a slice from its start to its answer, its phases
- * nested in it as the library accounts them (fl_query_timing: setup, index,
- * fetch, admission, laid back to back from the start of the call, which
- * begins as the request starts, after --device-ids' copy is enqueued), then
- * "gpu + sync", the part after the call returned. Its time queued is an
+ * nested in it as the library accounts them (fl_serve_phases_of: setup,
+ * index, fetch, admission, laid back to back from the start of the call,
+ * which begins as the request starts, after --device-ids' copy is
+ * enqueued), then "gpu + sync", the part after the call returned. Its time queued is an
  * async slice on the level's "queue" track (queued requests overlap). The
  * cache's counters (the sampler's reads, --sample-ms) are counter tracks,
  * per millisecond over each sampling period. The slowest --stalls requests
@@ -108,21 +108,10 @@ static void request(FILE *f, int *first, int pid, const fl_serve_level *l, uint6
           r->sched.run_delay_ns < 0 ? -1.0 : r->sched.run_delay_ns / 1e3,
           (unsigned long long)r->wait.nivcsw,
           r->wait.run_delay_ns < 0 ? -1.0 : r->wait.run_delay_ns / 1e3);
-  const char *names[] = {"setup", "index", "fetch", "admission"};
-  uint64_t ns[] = {c->setup_ns, c->index_ns, c->fetch_ns, c->admission_ns};
-  int64_t at = start;
-  for (int k = 0; k < 4; k++) {
-    if (ns[k] == 0) continue;
-    slice(f, first, pid, tid, names[k], at, (int64_t)ns[k]);
-    at += (int64_t)ns[k];
-    /* The index's end is the wait for its counters, nested in it. */
-    if (k == 1 && c->index_wait_ns)
-      slice(f, first, pid, tid, "counters wait", at - (int64_t)c->index_wait_ns,
-            (int64_t)c->index_wait_ns);
-  }
-  if (start + (int64_t)c->total_ns < end)
-    slice(f, first, pid, tid, "gpu + sync", start + (int64_t)c->total_ns,
-          end - start - (int64_t)c->total_ns);
+  fl_serve_phase ph[FL_SERVE_PHASES];
+  uint32_t n = fl_serve_phases_of(r, ph);
+  for (uint32_t k = 0; k < n; k++)
+    slice(f, first, pid, tid, ph[k].name, zero + ph[k].from_ns, ph[k].to_ns - ph[k].from_ns);
   if (r->start_ns > r->sched_ns) {
     event(f, first);
     fprintf(f, "{\"ph\": \"b\", \"cat\": \"queue\", \"id\": %llu, \"pid\": %d, \"tid\": %u, "
