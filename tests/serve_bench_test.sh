@@ -13,8 +13,9 @@
 # stall, none and no saturation in the closed loop; the machine's steal time
 # over the level bounds that of its stretch and of its slowest requests), its
 # frozen stretches (each over its threshold, none longer than a service, a
-# known phase for every worker), the ideal queue's latency lies between the service time and the measured
-# latency (equal to the service in the closed loop), the SVG is well-formed,
+# known phase for every worker), the ideal queue's latency lies between the
+# service time and the measured latency (equal to the service in the closed
+# loop), the SVG is well-formed,
 # the trace has every level, its slowest requests (by service, by total)
 # marked on their requests,
 # each request's phases inside it, its queued time when it queued, the

@@ -119,7 +119,8 @@ static void print_frozen(FILE *f, const fl_serve_opts *o, const fl_serve_result 
       continue;
     }
     fprintf(f, " %9.3f ", z.from_ns / 1e6);
-    for (uint32_t w = 0; w < o->threads; w++) fprintf(f, " %s%s", phase[w], w + 1 < o->threads ? "," : "");
+    for (uint32_t w = 0; w < o->threads; w++)
+      fprintf(f, " %s%s", phase[w], w + 1 < o->threads ? "," : "");
     fputc('\n', f);
   }
   free(phase);
