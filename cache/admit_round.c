@@ -425,8 +425,8 @@ fl_status fl_round_reserve(fl_cache *c, uint32_t part, uint64_t fill) {
   fl_admit_round *r = c->parts[part].round;
   fl_status st = fl_round_settle(c, part, 1);
   /* Not the input block: every round uploads it whole, so it stays the
-   * size rounds have used (a block for 65,536 new slots slowed serve_bench's
-   * 4 callers from 29k to 22k requests a second). */
+   * size rounds use; sized for a reserve's largest batch it would multiply
+   * every small round's upload. */
   /* Two bursts: the slabs of the last, still in limbo, and the next's. */
   uint64_t slabs = 2 * fl_cache_evict_burst(c, part), cap = 0;
   if (st == FL_OK) st = ring_fit(c, r, slabs);
