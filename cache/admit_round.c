@@ -258,7 +258,8 @@ static cudaError_t grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t wan
   while (cap < want) cap *= 2;
   *cap_out = cap;
   uint64_t *res = NULL, *ret = NULL;
-  cudaError_t e = cudaMalloc((void **)&res, cap * 8);
+  cudaError_t e = fl_fault_hit(FL_FAULT_ROUND_GROW) ? cudaErrorMemoryAllocation
+                                                    : cudaMalloc((void **)&res, cap * 8);
   if (e == cudaSuccess) e = cudaMalloc((void **)&ret, cap * 8);
   if (e == cudaSuccess && r->top[k])
     e = cudaMemcpyAsync(res, r->res[k], r->top[k] * 8, cudaMemcpyDeviceToDevice, maint(c));
@@ -279,6 +280,19 @@ static cudaError_t grow(fl_cache *c, fl_admit_round *r, uint32_t k, uint64_t wan
   e = cudaMemcpyAsync(&r->dev.res[k], &res, 8, cudaMemcpyHostToDevice, maint(c));
   if (e == cudaSuccess) e = cudaMemcpyAsync(&r->dev.ret[k], &ret, 8, cudaMemcpyHostToDevice, maint(c));
   return e == cudaSuccess ? cudaStreamSynchronize(maint(c)) : e;
+}
+
+/* Class k's reservoir holds at least `slots` (grow), or the failure is
+ * reported on c, naming the part and class. */
+static fl_status reservoir_fit(fl_cache *c, uint32_t part, uint32_t k, uint64_t slots) {
+  fl_admit_round *r = c->parts[part].round;
+  if (slots <= r->cap[k]) return FL_OK;
+  uint64_t cap = 0;
+  cudaError_t e = grow(c, r, k, slots, &cap);
+  if (e == cudaSuccess) return FL_OK;
+  return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
+                 "growing part %u's admission reservoir of slab class %u to %llu slots: %s",
+                 part, k, (unsigned long long)cap, cudaGetErrorString(e));
 }
 
 /* Gives each class up to need[k] more slots on its reservoir, written into
@@ -307,12 +321,8 @@ static fl_status refill(fl_cache *c, uint32_t part, const uint64_t *need, int *s
   for (uint32_t k = 0; k < n; k++) {
     if (need[k] <= r->top[k]) continue;
     uint64_t want = need[k] - r->top[k];
-    uint64_t cap = 0;
-    cudaError_t e = r->top[k] + want > r->cap[k] ? grow(c, r, k, r->top[k] + want, &cap) : cudaSuccess;
-    if (e != cudaSuccess)
-      return fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
-                     "growing the admission reservoir to %llu slots: %s", (unsigned long long)cap,
-                     cudaGetErrorString(e));
+    fl_status st = reservoir_fit(c, part, k, r->top[k] + want);
+    if (st != FL_OK) return st;
     uint64_t got = fl_pool_alloc_n(&p->pool, k, want, fill + at);
     if (got < want) *starved = 1;
     fill_n[k] = got;
@@ -383,17 +393,19 @@ void fl_round_release_limbo(fl_cache *c, uint32_t part) {
 
 /* Grows the limbo ring (doubling) to hold `slabs`, keeping the slabs in
  * it. The part's last round is over: nothing reads the ring. */
-static fl_status ring_fit(fl_cache *c, fl_admit_round *r, uint64_t slabs) {
+static fl_status ring_fit(fl_cache *c, uint32_t part, uint64_t slabs) {
+  fl_admit_round *r = c->parts[part].round;
   if (slabs <= r->limbo_cap) return FL_OK;
   uint64_t cap = r->limbo_cap ? 2 * r->limbo_cap : 4096;
   while (cap < slabs) cap *= 2;
   uint64_t *ring = NULL;
   /* Pinned memory is mapped at the same address for the device (UVA):
    * the kernels write and read the slabs straight in it. */
-  cudaError_t e = cudaMallocHost((void **)&ring, cap * 8);
+  cudaError_t e = fl_fault_hit(FL_FAULT_ROUND_GROW) ? cudaErrorMemoryAllocation
+                                                    : cudaMallocHost((void **)&ring, cap * 8);
   if (e != cudaSuccess)
-    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "allocating room for %llu evicted slabs: %s",
-                   (unsigned long long)cap, cudaGetErrorString(e));
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "allocating part %u's room for %llu evicted slabs: %s",
+                   part, (unsigned long long)cap, cudaGetErrorString(e));
   for (uint64_t i = r->limbo_tail; i < r->limbo_head; i++) ring[i % cap] = r->limbo[i % r->limbo_cap];
   cudaFreeHost(r->limbo);
   fl_cuda_allocated(c->fixed.cuda, 1);
@@ -404,8 +416,9 @@ static fl_status ring_fit(fl_cache *c, fl_admit_round *r, uint64_t slabs) {
 /* Asks the round to evict `want` cached entries and to recycle what
  * release_limbo gave it (fl_evict_in in the input block), growing the ring
  * to hold the slabs still in use and the new ones. */
-static fl_status ask_eviction(fl_cache *c, fl_admit_round *r, uint64_t want) {
-  fl_status st = ring_fit(c, r, r->limbo_head - r->limbo_tail + want);
+static fl_status ask_eviction(fl_cache *c, uint32_t part, uint64_t want) {
+  fl_admit_round *r = c->parts[part].round;
+  fl_status st = ring_fit(c, part, r->limbo_head - r->limbo_tail + want);
   if (st != FL_OK) return st;
   io_layout l;
   io_layout_of(r->dev.n_classes, c->fixed.n_tables, r->fill_cap, &l);
@@ -428,19 +441,13 @@ fl_status fl_round_reserve(fl_cache *c, uint32_t part, uint64_t fill) {
    * size rounds use; sized for a reserve's largest batch it would multiply
    * every small round's upload. */
   /* Two bursts: the slabs of the last, still in limbo, and the next's. */
-  uint64_t slabs = 2 * fl_cache_evict_burst(c, part), cap = 0;
-  if (st == FL_OK) st = ring_fit(c, r, slabs);
+  uint64_t slabs = 2 * fl_cache_evict_burst(c, part);
+  if (st == FL_OK) st = ring_fit(c, part, slabs);
   /* Each class's reservoir takes a round's fill; a part of one class also
    * recycles the bursts' slabs onto it (release_limbo). */
   uint64_t want = fill + (r->dev.n_classes == 1 ? slabs : 0);
-  for (uint32_t k = 0; k < r->dev.n_classes && st == FL_OK; k++) {
-    if (r->top[k] + want <= r->cap[k]) continue;
-    cudaError_t e = grow(c, r, k, r->top[k] + want, &cap);
-    if (e != cudaSuccess)
-      st = fl_fail(c, e == cudaErrorMemoryAllocation ? FL_ERR_OUT_OF_MEMORY : FL_ERR_CUDA,
-                   "growing the admission reservoir to %llu slots: %s", (unsigned long long)cap,
-                   cudaGetErrorString(e));
-  }
+  for (uint32_t k = 0; k < r->dev.n_classes && st == FL_OK; k++)
+    st = reservoir_fit(c, part, k, r->top[k] + want);
   return st;
 }
 
@@ -480,7 +487,7 @@ fl_status fl_round_prepare(fl_cache *c, uint32_t part, const uint64_t *need) {
       want = 0;
     }
   }
-  if (st == FL_OK) st = ask_eviction(c, r, want);
+  if (st == FL_OK) st = ask_eviction(c, part, want);
   if (st != FL_OK) {
     unfill(c, part);
     return st;

@@ -19,7 +19,9 @@ typedef enum fl_fault_point {
   FL_FAULT_KERNEL_LOAD = 4,  /* loading a module's kernels at cache creation (fl_load_module) */
   FL_FAULT_STORE_ALLOC = 5,  /* a block of the DRAM store's arena (fl_mem_alloc): a hashed
                                 table's index, chunk, directory or free stack, a dense array */
-  FL_FAULT_POINTS = 6
+  FL_FAULT_ROUND_GROW = 6,   /* growing a round's ring of evicted slabs or a class's reservoir
+                                (admit_round.c) */
+  FL_FAULT_POINTS = 7
 } fl_fault_point;
 
 /* The pass of `point` after the next `skip` fails, once. */
