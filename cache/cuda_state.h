@@ -99,19 +99,28 @@ static inline void fl_cuda_allocated(fl_cuda_state *s, uint64_t n) {
 fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size_t host_bytes,
                                 void **dev, void **host);
 /* Query scratch sets a cache makes at most. */
-enum { FL_MAX_CONCURRENT_QUERIES = 64 };
+enum { FL_MAX_CONCURRENT_QUERIES = 65 };
 /* Pending sets beyond which a query waits for one rather than make another:
  * a new set costs tens of milliseconds of pinned and device allocation at
  * a large shape, a pending one frees when its admission round ends (on the
- * H100, a replay batch that allocates a third set takes 35-53 ms). */
-#define FL_SCRATCH_PENDING_MAX 2
+ * H100, a replay batch that allocates a third set takes 35-53 ms). Three:
+ * the round running on the device, the one the courier prepares (it waits
+ * for the first to end) and one waiting, which a query can shed; with two,
+ * a query waits out an evicting round whenever the courier holds the
+ * other (0.5-0.8 ms on the H200). */
+#define FL_SCRATCH_PENDING_MAX 3
+/* How long a query short of a set waits for one whose admission round is
+ * running before it sheds a round not started instead: longer than most
+ * rounds, shorter than one that evicts. */
+#define FL_SCRATCH_PATIENCE_NS 200000ull
 
 /* A free query scratch set with at least these sizes, for a batch of part
  * `part` (FL_NO_PART: none). When none is free and FL_SCRATCH_PENDING_MAX
  * sets are still finishing (their query's stream or admission round), it
- * sheds a round of the same part the courier has not started (the batch's
- * own round would shed it anyway), else waits for a set instead of making a
- * new one. Takes no cache lock. */
+ * waits up to FL_SCRATCH_PATIENCE_NS for a set whose round is running,
+ * then sheds a round of the same part the courier has not started (the
+ * batch's own round would shed it anyway), else waits for a set instead of
+ * making a new one. Takes no cache lock. */
 #define FL_NO_PART 0xffffffffu
 /* Adds to *wait_ns the time spent waiting for a set and to *grow_ns the
  * time spent making or growing one. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/carve.h"
+#include "common/clock.h"
 #include "common/error.h"
 
 void fl_run_layout_plan(const fl_part_batch *b, uint64_t host_ids, uint64_t out_bytes,
@@ -181,10 +182,11 @@ fl_status fl_run_setup_new(fl_part_batch *b, fl_run_setup *s) {
     fl_run_setup_free(c, s);
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  uint64_t host_ids, out_bytes;
+  uint64_t host_ids, out_bytes, t0 = fl_now_ns();
   resolve_args(b, s->dargs, &host_ids, &out_bytes);
-  fl_run_layout_plan(b, host_ids, out_bytes, &s->l);
   fl_query_timing *tm = fl_query_timing_here();
+  if (!b->views) tm->setup_find_ns += fl_now_ns() - t0;
+  fl_run_layout_plan(b, host_ids, out_bytes, &s->l);
   fl_status st = fl_scratch_acquire(c, s->l.total, s->l.host_total, b->part, &s->x,
                                     &tm->setup_wait_ns, &tm->setup_grow_ns);
   if (st != FL_OK) {

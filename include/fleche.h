@@ -385,6 +385,8 @@ typedef struct fl_query_timing {
   uint64_t index_wait_ns; /* CUDA: of index_ns, from the launch's return until the counters
                              came: the device's time, queue included; the rest is the host's
                              (the query's registration and the launch calls) */
+  uint64_t setup_find_ns; /* CUDA: of setup_ns, finding where the caller's ids and outputs
+                             live (a driver call each; 0 for a prepared query) */
 } fl_query_timing;
 void fl_query_timing_last(fl_query_timing *out);
 

@@ -1028,6 +1028,55 @@ TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
   }
 }
 
+// A reserve whose ring or reservoir cannot grow (common/fault.h, each
+// growth in turn) fails with FL_ERR_OUT_OF_MEMORY naming the part, and the
+// cache is as it was: it answers right, it admits, and the next reserve
+// finishes the job. Fails when a failed growth frees the old buffer or
+// counts the one it did not get.
+TEST_P(CacheTest, ReserveThatCannotGrowLeavesTheCacheServing) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "admission rounds are CUDA's";
+  const uint32_t tables = (uint32_t)tables_.size();
+  bool ring = false, reservoir = false;
+  for (unsigned skip = 0;; skip++) {
+    SCOPED_TRACE("skip " + std::to_string(skip));
+    fl::Cache c = MakeCache(Config(384 << 10));
+    ASSERT_NE(c, nullptr);
+    std::mt19937_64 rng(90 + skip);
+    QueryAndCheck(c.get(), Ids(rng, 300), nullptr, nullptr);
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+    const fl_cache_stats before = Stats(c.get());
+    fl_fault_arm(FL_FAULT_ROUND_GROW, skip);
+    // Calls of 5,000 ids a table: more new slots a round than the
+    // reservoirs' first size.
+    fl_status st = fl_cache_reserve(c.get(), 5000 * tables, tables, 4);
+    const bool fired = !fl_fault_armed(FL_FAULT_ROUND_GROW);
+    fl_fault_clear();
+    if (!fired) {
+      EXPECT_EQ(st, FL_OK) << fl_cache_last_error(c.get());
+      break;
+    }
+    ASSERT_EQ(st, FL_ERR_OUT_OF_MEMORY) << fl_cache_last_error(c.get());
+    const std::string msg = fl_cache_last_error(c.get());
+    EXPECT_NE(msg.find("part "), std::string::npos) << msg;
+    ring |= msg.find("evicted slabs") != std::string::npos;
+    reservoir |= msg.find("reservoir of slab class") != std::string::npos;
+    EXPECT_EQ(Stats(c.get()).index_entries, before.index_entries);
+    for (int batch = 0; batch < 8; batch++) {
+      QueryAndCheck(c.get(), Ids(rng, 300), nullptr, Dev(batch & 1));
+      if (HasFatalFailure()) return;
+    }
+    FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+    const fl_cache_stats s = Stats(c.get());
+    EXPECT_GT(s.admissions, before.admissions) << "admission stopped";
+    EXPECT_GT(s.evictions, 0u);
+    EXPECT_EQ(s.index_entries, s.admissions - s.evictions - s.invalidations);
+    FL_ASSERT_OK_CACHE(fl_cache_reserve(c.get(), 5000 * tables, tables, 4), c.get());
+    ASSERT_LT(skip, 200u) << "the fault keeps firing";
+  }
+  EXPECT_TRUE(ring) << "no ring growth was failed";
+  EXPECT_TRUE(reservoir) << "no reservoir growth was failed";
+}
+
 // fl_query_timing_last describes this thread's last call: its counts are
 // the call's own (the statistics' change over it), its phases fit in its
 // total, and an all-hit call fetches nothing.
@@ -1052,6 +1101,7 @@ TEST_P(CacheTest, TimingOfTheLastCallMatchesItsCounts) {
     EXPECT_LE(t.setup_ns + t.index_ns + t.fetch_ns + t.admission_ns, t.total_ns);
     EXPECT_LE(t.setup_wait_ns + t.setup_grow_ns, t.setup_ns);
     EXPECT_LE(t.index_wait_ns, t.index_ns);
+    EXPECT_LE(t.setup_find_ns + t.setup_wait_ns + t.setup_grow_ns, t.setup_ns);
     if (GetParam().backend == FL_BACKEND_CUDA) {
       EXPECT_GT(t.index_wait_ns, 0u) << "pass " << pass;
     }
