@@ -143,8 +143,8 @@ for l in levels:
         assert fr["count"] * fr["threshold_us"] <= 1000 * fr["total_ms"] + 0.1, fr
         assert fr["longest_us"] <= 1000 * fr["total_ms"] + 0.1, fr
         assert len(fr["phases"]) == d["threads"], fr
-        assert set(fr["phases"]) <= {"setup", "index", "counters wait", "fetch", "admission",
-                                     "gpu + sync", "call"}, fr
+        assert set(fr["phases"]) <= {"setup", "find buffers", "index", "counters wait", "fetch",
+                                     "admission", "gpu + sync", "call"}, fr
     else:
         assert fr["longest_us"] == 0 and fr["longest_from_ms"] is None, fr
         assert fr["total_ms"] == 0 and fr["phases"] == ["-"] * d["threads"], fr
@@ -180,9 +180,11 @@ for l in levels:
 xml.dom.minidom.parse(sys.argv[3])
 PY
 
-# A log-uniform mix, one worker, no counter sampler, whole levels traced.
-"$SERVE" --quick --threads 1 --loads 0.7 --sizes log:1-300 --sample-ms 0 --json "$T/l.json" \
-  --trace "$T/l.trace.json" --trace-window 0 > "$T/l.txt" || fail "log-uniform sizes exit 0"
+# A log-uniform mix, one worker, no counter sampler, the canary, whole
+# levels traced.
+"$SERVE" --quick --threads 1 --loads 0.7 --sizes log:1-300 --sample-ms 0 --canary \
+  --json "$T/l.json" --trace "$T/l.trace.json" --trace-window 0 > "$T/l.txt" ||
+  fail "log-uniform sizes exit 0"
 python3 - "$T/s.json" "$T/s.trace.json" "$T/l.json" "$T/l.trace.json" <<'PY' || fail "traces"
 import bisect, itertools, json, sys
 from collections import defaultdict
@@ -211,7 +213,9 @@ def check(run, trace, whole):
         assert opened[pid] == closed[pid] == sum(r["args"]["queue_us"] > 0 for r in rs), l["label"]
         if l["mode"] == "closed": assert opened[pid] == 0, "closed loop: nothing queued"
         for s in l["stalls"] + l["slowest_service"]:
-            assert s["call"]["index_wait_us"] <= s["call"]["index_us"] + 0.01, s["call"]
+            c = s["call"]
+            assert c["index_wait_us"] <= c["index_us"] + 0.01, c
+            assert c["setup_find_us"] + c["setup_wait_us"] + c["setup_grow_us"] <= c["setup_us"] + 0.03, c
         for rank, stalls in (("service", l["slowest_service"]), ("total", l["stalls"])):
             ms = sorted((m for m in marks[pid] if m["name"].startswith("slowest " + rank)),
                         key=lambda m: int(m["name"].split("#")[1]))
@@ -230,6 +234,21 @@ def check(run, trace, whole):
             for p in inside:
                 assert p["ts"] + p["dur"] <= r["ts"] + r["dur"] + 0.004, (p, r)
         assert (counters[pid] > 0) == (d["sample_ms"] > 0), (l["label"], counters[pid])
+        # The canary's gaps: each on its track, all of them in a whole trace.
+        k = l["canary"]
+        gs = [e for (p, _), v in phases.items() if p == pid for e in v if e["name"].startswith("gap")]
+        assert (k is None) == (not whole), l["label"]
+        if k is None:
+            assert not gs
+            continue
+        assert len(gs) == k["gaps"] and k["lost"] == 0, (l["label"], len(gs), k)
+        assert all(g["dur"] > 100 for g in gs), gs
+        assert abs(sum(g["dur"] for g in gs) / 1e3 - k["total_ms"]) < 0.01, k
+        assert sum(g["name"] == "gap (machine)" for g in gs) == k["unaccounted"], k
+        assert k["longest_us"] <= 1000 * k["total_ms"] + 0.01, k
+        assert k["unaccounted"] + k["unknown"] <= k["gaps"], k
+        assert k["frozen"] == l["frozen"]["count"] and k["frozen_gapped"] <= k["frozen"], k
+        assert k["slow_gapped"] <= k["slow"] <= l["requests"], k
 check(sys.argv[1], sys.argv[2], False)
 check(sys.argv[3], sys.argv[4], True)
 PY
@@ -241,7 +260,7 @@ assert 1 <= d["mean_samples"] <= 300
 for l in d["levels"]:
     assert l["achieved_rps"] > 0
     assert all(1 <= s["size"] <= 300 for s in l["stalls"])
-    assert l["scheduler"]["threads"] >= 2, "the worker and main, no sampler"
+    assert l["scheduler"]["threads"] >= 3, "the worker, the canary and main, no sampler"
 PY
 
 for bad in "--loads 0" "--sizes log:5-2" "--trace-window -1" "--threads 0" "--compare" "--no-such-option"; do

@@ -76,6 +76,7 @@ typedef struct fl_serve_opts {
   const char *svg;
   const char *trace;    /* --trace: the run in the Trace Event Format (serve_trace.c) */
   double trace_window_ms; /* traced around each level's slowest requests; 0: whole levels */
+  int canary;           /* --canary: a thread spins on the clock during each level */
 } fl_serve_opts;
 
 /* Parses argv; 0 ok, 1 --help printed, -1 usage error (message printed). */
@@ -258,6 +259,16 @@ typedef struct fl_serve_record {
                            run-queue delay: no CPU; none: a late wake-up, or the host's) */
 } fl_serve_record;
 
+/* The canary (--canary, serve_canary.c): a thread that reads the clock in a
+ * loop while a level runs. A gap: over FL_SERVE_GAP_US between two reads. */
+#define FL_SERVE_GAP_US 100.0
+
+typedef struct fl_serve_gap {
+  int64_t from_ns, len_ns; /* from the level's t0 */
+  int64_t run_delay_ns;    /* the canary's run-queue delay since the gap before (it lies in
+                              its gaps); -1: unknown */
+} fl_serve_gap;
+
 struct fl_serve_level {
   char label[32];       /* "closed K=4", "open 50%", "warm 3" */
   int open;             /* open loop */
@@ -285,6 +296,9 @@ struct fl_serve_level {
                              lives, the others (the library's, main) over the level */
   uint32_t threads;       /* counted in process; 0: /proc/self/task unreadable */
   fl_serve_kinds kinds;   /* process's threads by kind (none when threads is 0) */
+  int canary;             /* the canary ran (--canary) */
+  fl_serve_gap *gaps;     /* its gaps, in time order */
+  uint64_t n_gaps, gaps_lost;
 };
 
 /* Everything a level runs on. */
@@ -418,14 +432,15 @@ fl_status fl_serve_backlog_of(const fl_serve_level *l, uint32_t workers, fl_serv
 
 /* A request's phases as the library accounts them (fl_query_timing:
  * setup, index, fetch, admission; those of 0 ns left out), laid back to
- * back from its start; "counters wait" nested at the end of the index;
+ * back from its start; "find buffers" nested at the start of the setup,
+ * "counters wait" at the end of the index;
  * then "gpu + sync", the part after the call returned. Times in ns from the
  * level's t0. */
 typedef struct fl_serve_phase {
   const char *name;
   int64_t from_ns, to_ns;
 } fl_serve_phase;
-enum { FL_SERVE_PHASES = 6 };
+enum { FL_SERVE_PHASES = 7 };
 /* r's phases into out (FL_SERVE_PHASES at most), in time order (a nested
  * one after its parent); returns how many. */
 uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out);
@@ -438,6 +453,7 @@ uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out);
 typedef struct fl_serve_frozen {
   double threshold_us;     /* the level's */
   uint64_t count;          /* frozen stretches */
+  uint64_t gapped;         /* of them, those that overlap a canary gap (--canary) */
   double total_ms;         /* their length, summed */
   int64_t from_ns, to_ns;  /* the longest, from t0; equal: none */
 } fl_serve_frozen;
@@ -447,5 +463,33 @@ typedef struct fl_serve_frozen {
  * middle ("-": none found). */
 fl_status fl_serve_frozen_of(const fl_serve_level *l, uint32_t workers, fl_serve_frozen *out,
                              const char **phase);
+
+/* ---------------------------------------------------------------- canary */
+
+typedef struct fl_serve_canary {
+  int on;                  /* it runs while 1 (atomic) */
+  uint64_t t0;             /* the level's, monotonic ns */
+  fl_serve_gap *gaps;      /* in time order */
+  uint64_t n, cap;
+  uint64_t lost;           /* gaps not recorded for want of memory */
+} fl_serve_canary;
+
+/* The canary thread's body; arg: an fl_serve_canary. */
+void *fl_serve_canary_main(void *arg);
+/* 1 when a gap of l overlaps [from_ns, to_ns). */
+int fl_serve_gapped(const fl_serve_level *l, int64_t from_ns, int64_t to_ns);
+
+typedef struct fl_serve_canary_sum {
+  uint64_t gaps;
+  double total_ms, longest_us;
+  uint64_t unaccounted;    /* gaps its run-queue delay covers less than half of */
+  double unaccounted_ms;   /* their length beyond that delay */
+  uint64_t unknown;        /* gaps without a run-queue delay (no schedstat) */
+  uint64_t frozen, frozen_gapped; /* frozen stretches; those that overlap a gap */
+  uint64_t slow, slow_gapped;     /* requests served longer than the frozen threshold;
+                                     those that overlap a gap */
+} fl_serve_canary_sum;
+
+fl_status fl_serve_canary_of(const fl_serve_level *l, uint32_t workers, fl_serve_canary_sum *out);
 
 #endif

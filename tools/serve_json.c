@@ -86,11 +86,12 @@ static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_
               st[j].d.v[c]);
     const fl_query_timing *t = &r->call;
     fprintf(f, "}, \"call\": {\"total_us\": %.2f, \"setup_us\": %.2f, \"setup_wait_us\": %.2f, "
-            "\"setup_grow_us\": %.2f, \"index_us\": %.2f, \"index_wait_us\": %.2f, "
+            "\"setup_grow_us\": %.2f, \"setup_find_us\": %.2f, \"index_us\": %.2f, "
+            "\"index_wait_us\": %.2f, "
             "\"fetch_us\": %.2f, \"admission_us\": %.2f, \"missed\": %llu, \"fetched_rows\": "
             "%llu, \"after_us\": %.2f}",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
-            t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3,
+            t->setup_find_ns / 1e3, t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3,
             t->admission_ns / 1e3, (unsigned long long)t->missed,
             (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
     fprintf(f, ", \"scheduler\": ");
@@ -148,6 +149,26 @@ static void frozen(FILE *f, const fl_serve_level *l, uint32_t workers) {
   free(phase);
 }
 
+/* "canary": {"gaps": .., "total_ms": .., "longest_us": .., "unaccounted": ..,
+ * "unaccounted_ms": .., "unknown": .., "frozen": .., "frozen_gapped": ..,
+ * "slow": .., "slow_gapped": .., "lost": ..}, or null when it did not run
+ * (or without the memory to work it out). */
+static void canary(FILE *f, const fl_serve_level *l, uint32_t workers) {
+  fl_serve_canary_sum k;
+  if (!l->canary || fl_serve_canary_of(l, workers, &k) != FL_OK) {
+    fprintf(f, "\"canary\": null");
+    return;
+  }
+  fprintf(f, "\"canary\": {\"gaps\": %llu, \"total_ms\": %.4f, \"longest_us\": %.2f, "
+          "\"unaccounted\": %llu, \"unaccounted_ms\": %.4f, \"unknown\": %llu, \"frozen\": %llu, "
+          "\"frozen_gapped\": %llu, \"slow\": %llu, \"slow_gapped\": %llu, \"lost\": %llu}",
+          (unsigned long long)k.gaps, k.total_ms, k.longest_us,
+          (unsigned long long)k.unaccounted, k.unaccounted_ms, (unsigned long long)k.unknown,
+          (unsigned long long)k.frozen, (unsigned long long)k.frozen_gapped,
+          (unsigned long long)k.slow, (unsigned long long)k.slow_gapped,
+          (unsigned long long)l->gaps_lost);
+}
+
 static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
                   const fl_serve_opts *o) {
   fprintf(f, "\n    {\"label\": \"%s\", \"mode\": \"%s\", \"load\": %.4f, \"offered_rps\": %.2f, "
@@ -178,6 +199,8 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
   backlog(f, l, o->threads);
   fprintf(f, ",\n     ");
   frozen(f, l, o->threads);
+  fprintf(f, ",\n     ");
+  canary(f, l, o->threads);
   fprintf(f, ",\n     ");
   stalls(f, "stalls", l, p, FL_SERVE_BY_TOTAL, o->stalls);
   fprintf(f, ",\n     ");

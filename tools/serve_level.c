@@ -20,8 +20,8 @@
  * delays the start by its cost, under a microsecond). The workers and the
  * sampler live only for their level: each reads its totals as it ends,
  * since the process's threads are read before they start and after they
- * are joined. They are named (WORKER_NAME-N, SAMPLER_NAME) for top -H and
- * for the level's account by thread kind. */
+ * are joined. They are named (WORKER_NAME-N, SAMPLER_NAME, CANARY_NAME) for
+ * top -H and for the level's account by thread kind. */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -50,6 +50,7 @@
  * followed by "-N", the worker's id. */
 #define WORKER_NAME "serve-w"
 #define SAMPLER_NAME "serve-sampler"
+#define CANARY_NAME "serve-canary"
 
 typedef struct level_run {
   fl_serve_ctx *x;
@@ -65,6 +66,8 @@ typedef struct level_run {
   fl_status status;     /* the first failure */
   int sampling;         /* the sampler runs while 1 (atomic) */
   fl_serve_sched sampler; /* the sampler's totals as it ended */
+  fl_serve_canary canary; /* --canary */
+  fl_serve_sched canary_life; /* the canary's totals as it ended */
 } level_run;
 
 typedef struct worker_arg {
@@ -157,6 +160,13 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+static void *canary_main(void *arg) {
+  level_run *run = arg;
+  fl_serve_canary_main(&run->canary);
+  fl_serve_sched_self(&run->canary_life);
+  return NULL;
+}
+
 static void *sampler_main(void *arg) {
   level_run *run = arg;
   fl_serve_level *l = run->l;
@@ -242,10 +252,12 @@ static fl_status compact(level_run *run, uint64_t taken) {
  * from the totals they read as they ended; by kind too when the process's
  * threads could be read. */
 static void sched_totals(fl_serve_level *l, const fl_serve_tasks *before, const worker_arg *wa,
-                         uint32_t workers, const fl_serve_sched *sampler) {
+                         uint32_t workers, const fl_serve_sched *sampler,
+                         const fl_serve_sched *canary) {
   fl_serve_tasks after;
   fl_serve_tasks_read(&after);
-  l->threads = before->n && after.n ? after.n + workers + (sampler != NULL) : 0;
+  l->threads =
+      before->n && after.n ? after.n + workers + (sampler != NULL) + (canary != NULL) : 0;
   if (l->threads) fl_serve_tasks_delta(before, &after, &l->process, &l->kinds);
   for (uint32_t i = 0; i < workers; i++) {
     fl_serve_sched_add(&l->workers, &wa[i].life);
@@ -254,15 +266,18 @@ static void sched_totals(fl_serve_level *l, const fl_serve_tasks *before, const 
   fl_serve_sched_add(&l->process, &l->workers);
   if (sampler) fl_serve_sched_add(&l->process, sampler);
   if (sampler && l->threads) fl_serve_kinds_add(&l->kinds, SAMPLER_NAME, sampler);
+  if (canary) fl_serve_sched_add(&l->process, canary);
+  if (canary && l->threads) fl_serve_kinds_add(&l->kinds, CANARY_NAME, canary);
   fl_serve_tasks_free(&after);
 }
 
-/* Starts the sampler and the workers, which begin at t0, joins them. */
+/* Starts the sampler, the canary and the workers, which begin at t0, joins
+ * them. */
 static fl_status run_level(level_run *run) {
   fl_serve_ctx *x = run->x;
   fl_serve_level *l = run->l;
   uint32_t k = x->o->threads;
-  pthread_t *th = calloc(k + 1, sizeof *th);
+  pthread_t *th = calloc(k + 2, sizeof *th); /* the workers, the sampler, the canary */
   worker_arg *wa = calloc(k, sizeof *wa);
   l->rec = malloc((run->cap ? run->cap : 1) * sizeof *l->rec);
   run->claimed = calloc(run->cap ? run->cap : 1, 1);
@@ -280,7 +295,12 @@ static fl_status run_level(level_run *run) {
   int sampler = s == FL_OK && x->o->sample_ms &&
                 pthread_create(&th[k], NULL, sampler_main, run) == 0;
   if (sampler) pthread_setname_np(th[k], SAMPLER_NAME);
-  int go = s == FL_OK && sampler == (x->o->sample_ms != 0); /* nothing failed yet */
+  run->canary = (fl_serve_canary){.on = 1, .t0 = run->t0};
+  int canary = s == FL_OK && x->o->canary &&
+               pthread_create(&th[k + 1], NULL, canary_main, run) == 0;
+  if (canary) pthread_setname_np(th[k + 1], CANARY_NAME);
+  int go = s == FL_OK && sampler == (x->o->sample_ms != 0) &&
+           canary == x->o->canary; /* nothing failed yet */
   for (; go && started < k; started++) {
     wa[started] = (worker_arg){.run = run, .id = started};
     snprintf(wa[started].name, sizeof wa[started].name, WORKER_NAME "-%u", started);
@@ -291,7 +311,12 @@ static fl_status run_level(level_run *run) {
   for (uint32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
   __atomic_store_n(&run->sampling, 0, __ATOMIC_RELEASE);
   if (sampler) pthread_join(th[k], NULL);
-  sched_totals(l, &tasks, wa, started, sampler ? &run->sampler : NULL);
+  __atomic_store_n(&run->canary.on, 0, __ATOMIC_RELEASE);
+  if (canary) pthread_join(th[k + 1], NULL);
+  l->canary = canary;
+  l->gaps = run->canary.gaps, l->n_gaps = run->canary.n, l->gaps_lost = run->canary.lost;
+  sched_totals(l, &tasks, wa, started, sampler ? &run->sampler : NULL,
+               canary ? &run->canary_life : NULL);
   fl_serve_tasks_free(&tasks);
   if (s == FL_OK) s = fl_cache_stats_get(x->cache, &l->after, NULL, 0);
   if (s == FL_OK && run->failed) s = run->status;
@@ -355,6 +380,7 @@ void fl_serve_level_free(fl_serve_level *l) {
   free(l->service_us);
   free(l->dispatch_us);
   free(l->samples_at);
+  free(l->gaps);
   fl_serve_kinds_free(&l->kinds);
   memset(l, 0, sizeof *l);
 }

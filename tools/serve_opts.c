@@ -57,6 +57,10 @@ static void usage(FILE *f) {
         "                      (default: reserved before the warm-up, as a server does,\n"
         "                      for at most 62 workers)\n"
         "  --stalls N          slowest requests reported per level [10]\n"
+        "  --canary            a thread spins on the clock during each level and keeps\n"
+        "                      its gaps over 100 us: time the process did not run (the\n"
+        "                      scheduler's, or the whole machine's); the report counts\n"
+        "                      the frozen stretches and slow requests they overlap\n"
         "  --warm-seconds S    longest warm-up [10]\n"
         "  --sample-ms N       read the cache's counters every N ms, for the stall\n"
         "                      report (it takes the cache's lock); 0: never [5]\n"
@@ -131,6 +135,7 @@ static int own_option(fl_serve_opts *o, int argc, char **argv, int *i) {
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   if (!strcmp(a, "--device-ids")) return o->device_ids = 1;
   if (!strcmp(a, "--no-reserve")) return o->no_reserve = 1, 1;
+  if (!strcmp(a, "--canary")) return o->canary = 1, 1;
   static const char *const with_value[] = {"--threads",   "--seconds",      "--loads",
                                            "--sizes",     "--stalls",       "--warm-seconds",
                                            "--sample-ms", "--host-threads", "--trace",

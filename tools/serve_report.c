@@ -126,6 +126,33 @@ static void print_frozen(FILE *f, const fl_serve_opts *o, const fl_serve_result 
   free(phase);
 }
 
+/* Per level, the canary's gaps (--canary) and what they overlap. */
+static void print_canary(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
+  if (!o->canary) return;
+  fprintf(f, "\ncanary per level (a thread reading the clock in a loop: gaps over %.0f us in "
+          "which it did not run; unacc: gaps its run-queue delay covers less than half of, "
+          "and their ms beyond it: time no thread of the guest's scheduler accounts, the "
+          "machine stood still; frozen, slow: frozen stretches and requests served longer "
+          "than their threshold, and how many overlap a gap)\n", FL_SERVE_GAP_US);
+  fprintf(f, "%-12s %6s %9s %9s %6s %9s %13s %13s\n", "level", "gaps", "total ms", "longest",
+          "unacc", "unacc ms", "frozen gapped", "slow gapped");
+  for (uint32_t i = 0; i < res->n_levels; i++) {
+    const fl_serve_level *l = &res->levels[i];
+    fl_serve_canary_sum k;
+    if (!l->canary || fl_serve_canary_of(l, o->threads, &k) != FL_OK) {
+      fprintf(f, "%-12s %s\n", l->label, l->canary ? "out of memory" : "not run");
+      continue;
+    }
+    char unacc[32];
+    if (k.unknown) snprintf(unacc, sizeof unacc, "?%llu", (unsigned long long)k.unknown);
+    else snprintf(unacc, sizeof unacc, "%llu", (unsigned long long)k.unaccounted);
+    fprintf(f, "%-12s %6llu %9.3f %9.1f %6s %9.3f %6llu/%-6llu %6llu/%-6llu\n", l->label,
+            (unsigned long long)k.gaps, k.total_ms, k.longest_us, unacc, k.unaccounted_ms,
+            (unsigned long long)k.frozen_gapped, (unsigned long long)k.frozen,
+            (unsigned long long)k.slow_gapped, (unsigned long long)k.slow);
+  }
+}
+
 /* Per level, its latency against the ideal queue's for the same requests,
  * and both as multiples of the unloaded p50. */
 static void print_queue(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
@@ -200,6 +227,7 @@ void fl_serve_print(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   print_kinds(f, res);
   print_backlog(f, o, res);
   print_frozen(f, o, res);
+  print_canary(f, o, res);
   print_queue(f, o, res);
 }
 
@@ -230,9 +258,9 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
   fprintf(f, "%5s %6s %4s %9s %9s %9s %9s %9s %9s %8s %4s %5s | %9s", "size", "worker", "nth",
           "sched", "start", "end", "queue", "service", "total", "disp", "busy", "ahead", "window_ms");
   for (int k = 0; k < FL_ATTR_COUNT; k++) fprintf(f, " %s", fl_attr_cols[k].name);
-  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call", "setup",
-          "s.wait", "s.grow", "index", "i.wait", "fetch", "adm", "missed", "rows", "after", "runq",
-          "invol", "vol");
+  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call",
+          "setup", "s.wait", "s.grow", "s.find", "index", "i.wait", "fetch", "adm", "missed", "rows",
+          "after", "runq", "invol", "vol");
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%5u %6u %4u %9.3f %9.3f %9.3f %9.1f %9.1f %9.1f %8.1f %4llu %5llu | %9.1f",
@@ -244,10 +272,10 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
     const fl_query_timing *t = &r->call;
     const fl_serve_sched *sc = &r->sched;
     char runq[32];
-    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s %5llu "
-            "%5llu\n",
+    fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s "
+            "%5llu %5llu\n",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
-            t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
+            t->setup_find_ns / 1e3, t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
             (unsigned long long)t->missed, (unsigned long long)t->fetched_rows,
             st[j].service_us - t->total_ns / 1e3,
             delay_text(runq, sizeof runq, sc->run_delay_ns, 1e3, 1),

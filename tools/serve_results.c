@@ -36,6 +36,9 @@ uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out) {
     if (ns[k] == 0) continue;
     out[n++] = (fl_serve_phase){names[k], at, at + (int64_t)ns[k]};
     at += (int64_t)ns[k];
+    /* The setup's start finds the caller's buffers, nested in it. */
+    if (k == 0 && c->setup_find_ns)
+      out[n++] = (fl_serve_phase){"find buffers", r->start_ns, r->start_ns + (int64_t)c->setup_find_ns};
     /* The index's end is the wait for its counters, nested in it. */
     if (k == 1 && c->index_wait_ns)
       out[n++] = (fl_serve_phase){"counters wait", at - (int64_t)c->index_wait_ns, at};

@@ -13,7 +13,8 @@
  * cache's counters (the sampler's reads, --sample-ms) are counter tracks,
  * per millisecond over each sampling period. The slowest --stalls requests
  * carry instant marks: "slowest service #k" (the stalls of the library or
- * the machine), "slowest total #k" (arrival to answer: queueing too).
+ * the machine), "slowest total #k" (arrival to answer: queueing too). With
+ * --canary, its gaps are slices on the level's "canary" track.
  *
  * By default a level is traced only within --trace-window ms of those
  * requests (a full level at 30,000 requests a second is hundreds of MB);
@@ -142,6 +143,22 @@ static void counters(FILE *f, int *first, int pid, const fl_serve_level *l, cons
   }
 }
 
+/* The canary's gaps inside the windows, on track tid: "gap", or "gap
+ * (machine)" when its run-queue delay covers less than half of it. */
+static void gaps(FILE *f, int *first, int pid, uint32_t tid, const fl_serve_level *l,
+                 const span *w, uint32_t nw, int64_t zero) {
+  for (uint64_t i = 0; i < l->n_gaps; i++) {
+    const fl_serve_gap *g = &l->gaps[i];
+    if (!traced(w, nw, g->from_ns, g->from_ns + g->len_ns)) continue;
+    int machine = g->run_delay_ns >= 0 && 2 * g->run_delay_ns < g->len_ns;
+    event(f, first);
+    fprintf(f, "{\"ph\": \"X\", \"pid\": %d, \"tid\": %u, \"name\": \"%s\", \"ts\": %.3f, "
+            "\"dur\": %.3f, \"args\": {\"run_delay_us\": %.2f}}",
+            pid, tid, machine ? "gap (machine)" : "gap", (zero + g->from_ns) / 1e3,
+            g->len_ns / 1e3, g->run_delay_ns / 1e3);
+  }
+}
+
 /* Level l as process pid; zero: ns from the trace's zero to l's t0. */
 static fl_status level(FILE *f, int *first, int pid, const fl_serve_opts *o,
                        const fl_serve_pool *p, const fl_serve_level *l, int64_t zero) {
@@ -167,6 +184,7 @@ static fl_status level(FILE *f, int *first, int pid, const fl_serve_opts *o,
     metadata(f, first, pid, t + 1, "thread_name", name);
   }
   metadata(f, first, pid, queue_tid, "thread_name", "queue");
+  if (l->canary) metadata(f, first, pid, queue_tid + 1, "thread_name", "canary");
   for (uint64_t i = 0; i < l->n; i++) {
     const fl_serve_record *r = &l->rec[i];
     if (r->end_ns >= 0 && traced(w, nw, r->sched_ns, r->end_ns))
@@ -183,6 +201,7 @@ static fl_status level(FILE *f, int *first, int pid, const fl_serve_opts *o,
             st[j].service_us, st[j].total_us);
   }
   counters(f, first, pid, l, w, nw, zero);
+  gaps(f, first, pid, queue_tid + 1, l, w, nw, zero);
   free(w);
   free(st);
   return FL_OK;
