@@ -260,13 +260,17 @@ typedef struct fl_serve_record {
 } fl_serve_record;
 
 /* The canary (--canary, serve_canary.c): a thread that reads the clock in a
- * loop while a level runs. A gap: over FL_SERVE_GAP_US between two reads. */
+ * loop while a level runs, and every FL_SERVE_CALL_EVERY_US makes a system
+ * call that does nothing (getppid). A gap: over FL_SERVE_GAP_US between two
+ * reads, or in one such call. */
 #define FL_SERVE_GAP_US 100.0
+#define FL_SERVE_CALL_EVERY_US 20.0
 
 typedef struct fl_serve_gap {
   int64_t from_ns, len_ns; /* from the level's t0 */
   int64_t run_delay_ns;    /* the canary's run-queue delay since the gap before (it lies in
                               its gaps); -1: unknown */
+  int syscall;             /* in the system call: the kernel (or the sandbox) kept it */
 } fl_serve_gap;
 
 struct fl_serve_level {
@@ -453,7 +457,8 @@ uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out);
 typedef struct fl_serve_frozen {
   double threshold_us;     /* the level's */
   uint64_t count;          /* frozen stretches */
-  uint64_t gapped;         /* of them, those that overlap a canary gap (--canary) */
+  uint64_t gapped[2];      /* of them, those that overlap a canary gap (--canary):
+                              between clock reads, in a system call */
   double total_ms;         /* their length, summed */
   int64_t from_ns, to_ns;  /* the longest, from t0; equal: none */
 } fl_serve_frozen;
@@ -476,18 +481,24 @@ typedef struct fl_serve_canary {
 
 /* The canary thread's body; arg: an fl_serve_canary. */
 void *fl_serve_canary_main(void *arg);
-/* 1 when a gap of l overlaps [from_ns, to_ns). */
-int fl_serve_gapped(const fl_serve_level *l, int64_t from_ns, int64_t to_ns);
+/* 1 when a gap of l of the kind (syscall or not) overlaps [from_ns, to_ns). */
+int fl_serve_gapped(const fl_serve_level *l, int64_t from_ns, int64_t to_ns, int syscall);
 
-typedef struct fl_serve_canary_sum {
+/* The gaps of one kind, and what they overlap. */
+typedef struct fl_serve_gap_sum {
   uint64_t gaps;
   double total_ms, longest_us;
   uint64_t unaccounted;    /* gaps its run-queue delay covers less than half of */
   double unaccounted_ms;   /* their length beyond that delay */
   uint64_t unknown;        /* gaps without a run-queue delay (no schedstat) */
-  uint64_t frozen, frozen_gapped; /* frozen stretches; those that overlap a gap */
-  uint64_t slow, slow_gapped;     /* requests served longer than the frozen threshold;
-                                     those that overlap a gap */
+  uint64_t frozen_gapped;  /* frozen stretches that overlap a gap */
+  uint64_t slow_gapped;    /* slow requests that overlap a gap */
+} fl_serve_gap_sum;
+
+typedef struct fl_serve_canary_sum {
+  fl_serve_gap_sum clock, syscall; /* between clock reads; in the system calls */
+  uint64_t frozen;         /* frozen stretches */
+  uint64_t slow;           /* requests served longer than the frozen threshold */
 } fl_serve_canary_sum;
 
 fl_status fl_serve_canary_of(const fl_serve_level *l, uint32_t workers, fl_serve_canary_sum *out);

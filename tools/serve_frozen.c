@@ -58,7 +58,7 @@ fl_status fl_serve_frozen_of(const fl_serve_level *l, uint32_t workers, fl_serve
     int64_t len = e[i + 1].t - e[i].t;
     if (busy < (int64_t)workers || len <= (int64_t)(out->threshold_us * 1e3)) continue;
     out->count++;
-    out->gapped += fl_serve_gapped(l, e[i].t, e[i + 1].t);
+    for (int k = 0; k < 2; k++) out->gapped[k] += fl_serve_gapped(l, e[i].t, e[i + 1].t, k);
     out->total_ms += len / 1e6;
     if (len > out->to_ns - out->from_ns) out->from_ns = e[i].t, out->to_ns = e[i + 1].t;
   }

@@ -149,23 +149,33 @@ static void frozen(FILE *f, const fl_serve_level *l, uint32_t workers) {
   free(phase);
 }
 
-/* "canary": {"gaps": .., "total_ms": .., "longest_us": .., "unaccounted": ..,
- * "unaccounted_ms": .., "unknown": .., "frozen": .., "frozen_gapped": ..,
- * "slow": .., "slow_gapped": .., "lost": ..}, or null when it did not run
- * (or without the memory to work it out). */
+/* One kind of the canary's gaps: {"gaps": .., "total_ms": .., "longest_us": ..,
+ * "unaccounted": .., "unaccounted_ms": .., "unknown": .., "frozen_gapped": ..,
+ * "slow_gapped": ..}. */
+static void gap_sum(FILE *f, const char *name, const fl_serve_gap_sum *g) {
+  fprintf(f, "\"%s\": {\"gaps\": %llu, \"total_ms\": %.4f, \"longest_us\": %.2f, "
+          "\"unaccounted\": %llu, \"unaccounted_ms\": %.4f, \"unknown\": %llu, "
+          "\"frozen_gapped\": %llu, \"slow_gapped\": %llu}",
+          name, (unsigned long long)g->gaps, g->total_ms, g->longest_us,
+          (unsigned long long)g->unaccounted, g->unaccounted_ms, (unsigned long long)g->unknown,
+          (unsigned long long)g->frozen_gapped, (unsigned long long)g->slow_gapped);
+}
+
+/* "canary": {"clock": gaps between its reads, "syscall": gaps in its system
+ * calls (gap_sum), "frozen": .., "slow": .., "lost": ..}, or null when it did
+ * not run (or without the memory to work it out). */
 static void canary(FILE *f, const fl_serve_level *l, uint32_t workers) {
   fl_serve_canary_sum k;
   if (!l->canary || fl_serve_canary_of(l, workers, &k) != FL_OK) {
     fprintf(f, "\"canary\": null");
     return;
   }
-  fprintf(f, "\"canary\": {\"gaps\": %llu, \"total_ms\": %.4f, \"longest_us\": %.2f, "
-          "\"unaccounted\": %llu, \"unaccounted_ms\": %.4f, \"unknown\": %llu, \"frozen\": %llu, "
-          "\"frozen_gapped\": %llu, \"slow\": %llu, \"slow_gapped\": %llu, \"lost\": %llu}",
-          (unsigned long long)k.gaps, k.total_ms, k.longest_us,
-          (unsigned long long)k.unaccounted, k.unaccounted_ms, (unsigned long long)k.unknown,
-          (unsigned long long)k.frozen, (unsigned long long)k.frozen_gapped,
-          (unsigned long long)k.slow, (unsigned long long)k.slow_gapped,
+  fprintf(f, "\"canary\": {");
+  gap_sum(f, "clock", &k.clock);
+  fprintf(f, ", ");
+  gap_sum(f, "syscall", &k.syscall);
+  fprintf(f, ", \"frozen\": %llu, \"slow\": %llu, \"lost\": %llu}",
+          (unsigned long long)k.frozen, (unsigned long long)k.slow,
           (unsigned long long)l->gaps_lost);
 }
 

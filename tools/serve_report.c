@@ -126,16 +126,22 @@ static void print_frozen(FILE *f, const fl_serve_opts *o, const fl_serve_result 
   free(phase);
 }
 
-/* Per level, the canary's gaps (--canary) and what they overlap. */
+/* Per level, the canary's gaps (--canary) of both kinds and what they
+ * overlap. */
 static void print_canary(FILE *f, const fl_serve_opts *o, const fl_serve_result *res) {
   if (!o->canary) return;
-  fprintf(f, "\ncanary per level (a thread reading the clock in a loop: gaps over %.0f us in "
-          "which it did not run; unacc: gaps its run-queue delay covers less than half of, "
-          "and their ms beyond it: time no thread of the guest's scheduler accounts, the "
-          "machine stood still; frozen, slow: frozen stretches and requests served longer "
-          "than their threshold, and how many overlap a gap)\n", FL_SERVE_GAP_US);
-  fprintf(f, "%-12s %6s %9s %9s %6s %9s %13s %13s\n", "level", "gaps", "total ms", "longest",
-          "unacc", "unacc ms", "frozen gapped", "slow gapped");
+  fprintf(f, "\ncanary per level (a thread reading the clock in a loop, with a system call "
+          "that does nothing every %.0f us: clock, gaps over %.0f us between its reads; "
+          "syscall, those calls that took over %.0f us; n, ms in all, the longest (us); "
+          "unacc: gaps its run-queue delay covers less than half of: time no scheduler of "
+          "the guest accounts (between reads: the machine stood still; in a call: the kernel "
+          "held it); frozen, slow: of the frozen "
+          "stretches and the requests served longer than their threshold, those that "
+          "overlap a gap of the kind)\n",
+          FL_SERVE_CALL_EVERY_US, FL_SERVE_GAP_US, FL_SERVE_GAP_US);
+  fprintf(f, "%-12s | %6s %9s %9s %6s %13s %13s | %6s %9s %9s %6s %13s %13s\n", "level",
+          "clock", "ms", "longest", "unacc", "frozen", "slow", "sys", "ms", "longest", "unacc",
+          "frozen", "slow");
   for (uint32_t i = 0; i < res->n_levels; i++) {
     const fl_serve_level *l = &res->levels[i];
     fl_serve_canary_sum k;
@@ -143,13 +149,19 @@ static void print_canary(FILE *f, const fl_serve_opts *o, const fl_serve_result 
       fprintf(f, "%-12s %s\n", l->label, l->canary ? "out of memory" : "not run");
       continue;
     }
-    char unacc[32];
-    if (k.unknown) snprintf(unacc, sizeof unacc, "?%llu", (unsigned long long)k.unknown);
-    else snprintf(unacc, sizeof unacc, "%llu", (unsigned long long)k.unaccounted);
-    fprintf(f, "%-12s %6llu %9.3f %9.1f %6s %9.3f %6llu/%-6llu %6llu/%-6llu\n", l->label,
-            (unsigned long long)k.gaps, k.total_ms, k.longest_us, unacc, k.unaccounted_ms,
-            (unsigned long long)k.frozen_gapped, (unsigned long long)k.frozen,
-            (unsigned long long)k.slow_gapped, (unsigned long long)k.slow);
+    fprintf(f, "%-12s", l->label);
+    const fl_serve_gap_sum *kinds[] = {&k.clock, &k.syscall};
+    for (int j = 0; j < 2; j++) {
+      const fl_serve_gap_sum *g = kinds[j];
+      char unacc[32];
+      if (g->unknown) snprintf(unacc, sizeof unacc, "?%llu", (unsigned long long)g->unknown);
+      else snprintf(unacc, sizeof unacc, "%llu", (unsigned long long)g->unaccounted);
+      fprintf(f, " | %6llu %9.3f %9.1f %6s %6llu/%-6llu %6llu/%-6llu", (unsigned long long)g->gaps,
+              g->total_ms, g->longest_us, unacc, (unsigned long long)g->frozen_gapped,
+              (unsigned long long)k.frozen, (unsigned long long)g->slow_gapped,
+              (unsigned long long)k.slow);
+    }
+    fputc('\n', f);
   }
 }
 

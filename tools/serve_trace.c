@@ -143,18 +143,20 @@ static void counters(FILE *f, int *first, int pid, const fl_serve_level *l, cons
   }
 }
 
-/* The canary's gaps inside the windows, on track tid: "gap", or "gap
- * (machine)" when its run-queue delay covers less than half of it. */
+/* The canary's gaps inside the windows, on track tid: "syscall gap" (in a
+ * system call), "gap" (between clock reads), or "gap (machine)" when its
+ * run-queue delay covers less than half of that. */
 static void gaps(FILE *f, int *first, int pid, uint32_t tid, const fl_serve_level *l,
                  const span *w, uint32_t nw, int64_t zero) {
   for (uint64_t i = 0; i < l->n_gaps; i++) {
     const fl_serve_gap *g = &l->gaps[i];
     if (!traced(w, nw, g->from_ns, g->from_ns + g->len_ns)) continue;
-    int machine = g->run_delay_ns >= 0 && 2 * g->run_delay_ns < g->len_ns;
+    int machine = !g->syscall && g->run_delay_ns >= 0 && 2 * g->run_delay_ns < g->len_ns;
     event(f, first);
     fprintf(f, "{\"ph\": \"X\", \"pid\": %d, \"tid\": %u, \"name\": \"%s\", \"ts\": %.3f, "
             "\"dur\": %.3f, \"args\": {\"run_delay_us\": %.2f}}",
-            pid, tid, machine ? "gap (machine)" : "gap", (zero + g->from_ns) / 1e3,
+            pid, tid, g->syscall ? "syscall gap" : machine ? "gap (machine)" : "gap",
+            (zero + g->from_ns) / 1e3,
             g->len_ns / 1e3, g->run_delay_ns / 1e3);
   }
 }
