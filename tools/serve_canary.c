@@ -71,14 +71,6 @@ void *fl_serve_canary_main(void *arg) {
   return NULL;
 }
 
-int fl_serve_gapped(const fl_serve_level *l, int64_t from_ns, int64_t to_ns, int syscall) {
-  for (uint64_t i = 0; i < l->n_gaps; i++) {
-    const fl_serve_gap *g = &l->gaps[i];
-    if (g->syscall == syscall && g->from_ns < to_ns && from_ns < g->from_ns + g->len_ns) return 1;
-  }
-  return 0;
-}
-
 fl_status fl_serve_canary_of(const fl_serve_level *l, uint32_t workers, fl_serve_canary_sum *out) {
   *out = (fl_serve_canary_sum){0};
   for (uint64_t i = 0; i < l->n_gaps; i++) {

@@ -1,8 +1,9 @@
 /* serve_results.c: what a level's records and counter samples say: rates,
  * hit rate, latency percentiles, how often the scheduler took a worker's CPU
  * mid-request, the slowest requests (by total or by service) and, for one
- * request, what else was going on (other requests, the cache's counters);
- * the latency the ideal queue gives the level's requests. */
+ * request, what else was going on (other requests, the cache's counters,
+ * the canary's gaps); the latency the ideal queue gives the level's
+ * requests. */
 #include <stdlib.h>
 
 #include "common/error.h"
@@ -46,6 +47,14 @@ uint32_t fl_serve_phases_of(const fl_serve_record *r, fl_serve_phase *out) {
   if (r->start_ns + (int64_t)c->total_ns < r->end_ns)
     out[n++] = (fl_serve_phase){"gpu + sync", r->start_ns + (int64_t)c->total_ns, r->end_ns};
   return n;
+}
+
+int fl_serve_gapped(const fl_serve_level *l, int64_t from_ns, int64_t to_ns, int syscall) {
+  for (uint64_t i = 0; i < l->n_gaps; i++) {
+    const fl_serve_gap *g = &l->gaps[i];
+    if (g->syscall == syscall && g->from_ns < to_ns && from_ns < g->from_ns + g->len_ns) return 1;
+  }
+  return 0;
 }
 
 double fl_serve_achieved_rps(const fl_serve_level *l) {
