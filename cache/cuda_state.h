@@ -102,12 +102,12 @@ fl_status fl_cuda_state_maint_buffers(struct fl_cache *c, size_t dev_bytes, size
 enum { FL_MAX_CONCURRENT_QUERIES = 65 };
 /* Pending sets beyond which a query waits for one rather than make another:
  * a new set costs tens of milliseconds of pinned and device allocation at
- * a large shape, a pending one frees when its admission round ends (on the
- * H100, a replay batch that allocates a third set takes 35-53 ms). Three:
- * the round running on the device, the one the courier prepares (it waits
- * for the first to end) and one waiting, which a query can shed; with two,
- * a query waits out an evicting round whenever the courier holds the
- * other (0.5-0.8 ms on the H200). */
+ * a large shape (35-53 ms for a replay batch's on the H100), a pending one
+ * frees when its admission round ends. Three: the round running on the
+ * device, the one the courier prepares (it waits for the first to end) and
+ * one waiting, which a query can shed; with two, a query waits out an
+ * evicting round (0.5-0.85 ms on the H200) whenever the courier holds the
+ * other. */
 #define FL_SCRATCH_PENDING_MAX 3
 /* How long a query short of a set waits for one whose admission round is
  * running before it sheds a round not started instead: longer than most

@@ -1031,8 +1031,9 @@ TEST_P(CacheTest, ReservedCallersNeverAllocateWhileServing) {
 // A reserve whose ring or reservoir cannot grow (common/fault.h, each
 // growth in turn) fails with FL_ERR_OUT_OF_MEMORY naming the part, and the
 // cache is as it was: it answers right, it admits, and the next reserve
-// finishes the job. Fails when a failed growth frees the old buffer or
-// counts the one it did not get.
+// finishes the job. Fails when a growth's failure is not reported, when
+// its message names no part (or no class, for a reservoir), or when it
+// leaves the part without a ring or reservoir that rounds can use.
 TEST_P(CacheTest, ReserveThatCannotGrowLeavesTheCacheServing) {
   if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "admission rounds are CUDA's";
   const uint32_t tables = (uint32_t)tables_.size();
