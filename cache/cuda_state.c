@@ -261,30 +261,38 @@ static int set_wait_briefly(fl_cache *c, const fl_scratch *y, uint64_t ns) {
   return 1;
 }
 
-/* Which of the sets no query holds have had their last uses end: their
- * events are asked with scratch_lock released (a CUDA call may wait for
- * the driver's locks, and every query's setup takes scratch_lock), and an
- * answer counts only for a set not taken since (the same `takes`). Called
- * and returns with scratch_lock held; ended[i] for set i. Returns how many
- * sets are free now that were not asked about (given back, or made,
- * meanwhile). */
+/* Which of the sets no query holds have had their last uses end. A set
+ * seen ended since its last take is not asked again (ended_take); the
+ * others' events are asked with scratch_lock released (a CUDA call may wait
+ * for the driver's locks, and every query's setup takes scratch_lock), and
+ * an answer counts only for a set not taken since (the same `takes`).
+ * Called and returns with scratch_lock held; ended[i] for set i. Returns
+ * how many sets are free now that were not asked about (given back, or
+ * made, meanwhile). */
 static size_t sets_ended(fl_cache *c, fl_cuda_state *s, int *ended) {
-  size_t n = s->n_scratch;
+  size_t n = s->n_scratch, n_ask = 0;
   uint64_t takes[FL_MAX_CONCURRENT_QUERIES];
   int ask[FL_MAX_CONCURRENT_QUERIES];
   for (size_t i = 0; i < n; i++) {
-    ask[i] = !s->scratch[i].in_use && !s->scratch[i].kept;
-    takes[i] = s->scratch[i].takes;
+    const fl_scratch *y = &s->scratch[i];
+    int free_set = !y->in_use && !y->kept;
+    ended[i] = free_set && y->ended_take == y->takes;
+    ask[i] = free_set && !ended[i];
+    n_ask += ask[i];
+    takes[i] = y->takes;
   }
+  if (!n_ask) return 0;
   pthread_mutex_unlock(&s->scratch_lock);
   /* Events and sets are never freed while the cache lives. */
-  for (size_t i = 0; i < n; i++) ended[i] = ask[i] && !set_pending(c, &s->scratch[i]);
+  for (size_t i = 0; i < n; i++)
+    if (ask[i]) ended[i] = !set_pending(c, &s->scratch[i]);
   pthread_mutex_lock(&s->scratch_lock);
   size_t unasked = 0;
   for (size_t i = 0; i < s->n_scratch; i++) {
-    const fl_scratch *y = &s->scratch[i];
-    int same = i < n && ask[i] && y->takes == takes[i];
+    fl_scratch *y = &s->scratch[i];
+    int same = i < n && (ask[i] || ended[i]) && y->takes == takes[i];
     ended[i] = same && ended[i];
+    if (ended[i]) y->ended_take = takes[i];
     unasked += !same && !y->in_use && !y->kept;
   }
   return unasked;
@@ -328,7 +336,7 @@ fl_status fl_scratch_acquire(fl_cache *c, size_t dev_bytes, size_t host_bytes, u
      * would shed it anyway (the courier is busy: rounds still run at its
      * pace). Else wait for the preferred set. */
     int shed = 0;
-    if (!pending || __atomic_load_n(&pending->round_ticket, __ATOMIC_ACQUIRE) ||
+    if (__atomic_load_n(&pending->round_ticket, __ATOMIC_ACQUIRE) ||
         !set_wait_briefly(c, pending, FL_SCRATCH_PATIENCE_NS))
       for (size_t i = 0; i < n_posted && !shed; i++) shed = fl_courier_shed(c->courier, posted[i]);
     if (!shed) set_wait(c, pending);

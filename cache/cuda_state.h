@@ -34,6 +34,9 @@ typedef struct fl_scratch {
   uint64_t takes;     /* times taken (under scratch_lock): tells a set taken and given
                          back meanwhile from one left alone */
   int kept;           /* by a prepared query, for all its runs (under scratch_lock) */
+  uint64_t ended_take; /* `takes` when its events were last seen fired (under scratch_lock):
+                          events are recorded only while a set is taken, so they stay
+                          fired until its next take and need not be asked again */
   /* A miss set (batch/miss_set.h) in dev known to be empty: its address and
    * slots, so that the next query laying out its set at the same place and
    * size skips clearing it; clean_set NULL: none. (The set's offset in dev

@@ -33,7 +33,7 @@ unsigned serving_grid(uint64_t n) {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-    sms = 132;
+    sms = 132;  // the H100's and H200's: it bounds the grid, nothing else
   const unsigned g = grid_for(n), cap = (unsigned)sms * kServingBlocksPerSm;
   return g < cap ? g : cap;
 }

@@ -16,6 +16,12 @@ mkdir -p gpu-bundle
 for t in "${tests[@]}"; do cp "$bin/tests/$t" gpu-bundle/; done
 for t in "${tools[@]}"; do cp "$bin/tools/$t" gpu-bundle/; done
 cp tools/gpu_run.sh gpu-bundle/run.sh
+# The driver-call tracer (tools/driver_calls.c) and the CUPTI it needs:
+# CUDA_INJECTION64_PATH=gpu-bundle/libfl_driver_calls.so with
+# LD_LIBRARY_PATH=gpu-bundle.
+./bazelw build -c opt //tools:libfl_driver_calls.so
+cp "$bin/tools/libfl_driver_calls.so" tools/driver_calls.py gpu-bundle/
+cp -L /usr/local/cuda/lib64/libcupti.so.13 gpu-bundle/
 # The Python package (gpu-bundle/python.sh, which run.sh calls, compiles its
 # extension there): libfleche.so with CUDA and the system allocator, as pip
 # builds it; the package's sources, tests and bench_overhead.py; fleche.h.

@@ -184,13 +184,15 @@ static void level(FILE *f, const fl_serve_level *l, const fl_serve_pool *p,
   fprintf(f, "\n    {\"label\": \"%s\", \"mode\": \"%s\", \"load\": %.4f, \"offered_rps\": %.2f, "
           "\"achieved_rps\": %.2f, \"lookups_per_second\": %.1f,\n     \"requests\": %llu, "
           "\"unserved\": %llu, \"samples\": %llu, \"lookups\": %llu, \"seconds\": %.3f, "
-          "\"wall_seconds\": %.6f, \"passes\": %.4f, \"hit_rate\": %.6f, \"shift_opens\": %llu, \"allocations\": %llu,\n     ",
+          "\"wall_seconds\": %.6f, \"passes\": %.4f, \"hit_rate\": %.6f, \"shift_opens\": %llu, \"allocations\": %llu,\n     "
+          "\"t0_ns\": %llu, ",
           l->label, l->open ? "open" : "closed", l->load, l->offered_rps, fl_serve_achieved_rps(l),
           l->wall_s > 0 ? (double)l->lookups / l->wall_s : 0, (unsigned long long)l->n,
           (unsigned long long)l->unserved, (unsigned long long)l->samples,
           (unsigned long long)l->lookups, l->seconds, l->wall_s, l->passes, fl_serve_hit_rate(l),
           (unsigned long long)(l->after.shift_opens - l->before.shift_opens),
-          (unsigned long long)(l->after.allocations - l->before.allocations));
+          (unsigned long long)(l->after.allocations - l->before.allocations),
+          (unsigned long long)l->t0_ns);
   percentiles(f, "latency_us", l->lat_us, l->n);
   fprintf(f, ",\n     ");
   percentiles(f, "queue_us", l->queue_us, l->n);
