@@ -10,6 +10,7 @@
 #include "common/carve.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "fusion/device_view.h"
 
 void fl_run_layout_plan(const fl_part_batch *b, uint64_t host_ids, uint64_t out_bytes,
                         fl_run_layout *l) {
@@ -104,37 +105,19 @@ fl_gate fl_run_gate(const fl_run_views *v) {
                    v->gate,            v->h_stage_base, v->h_staging};
 }
 
-/* Where a caller pointer can be used from the device: its device address, or
- * NULL when it is unregistered host memory. */
-static const void *device_view(const void *p) {
-  struct cudaPointerAttributes at;
-  if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return NULL;
-  }
-  if (at.type == cudaMemoryTypeUnregistered) return NULL;
-  return at.devicePointer;
-}
-
-void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_query_view *views) {
-  for (uint32_t i = 0; i < n_queries; i++) {
-    views[i].ids = queries[i].n ? device_view(queries[i].ids) : NULL;
-    views[i].out = queries[i].n ? (uint8_t *)device_view(queries[i].out) : NULL;
-  }
-}
-
 /* The device-usable ids and outputs of each arg (NULL: in host memory),
  * the ids in host memory and the device bytes their outputs need. */
 static void resolve_args(const fl_part_batch *b, fl_batch_arg *dargs, uint64_t *host_ids,
                          uint64_t *out_bytes) {
   fl_carve outs = {0}; /* the device buffers of outputs in unregistered memory */
+  fl_view_ranges r = {0};
   *host_ids = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     const fl_query_view *v = b->views ? &b->views[b->query_of[a]] : NULL;
     dargs[a] = b->args[a];
-    dargs[a].ids = v ? v->ids : device_view(b->args[a].ids);
+    dargs[a].ids = v ? v->ids : fl_device_view(&r, b->args[a].ids);
     if (!dargs[a].ids) *host_ids += b->args[a].n;
-    dargs[a].out = v ? v->out : (uint8_t *)device_view(b->args[a].out);
+    dargs[a].out = v ? v->out : (uint8_t *)fl_device_view(&r, b->args[a].out);
     if (!dargs[a].out) fl_carve_add(&outs, (uint64_t)b->args[a].n * b->args[a].vec_bytes, 256);
   }
   *out_bytes = fl_carve_size(&outs, 256);

@@ -960,6 +960,106 @@ TEST_P(CacheTest, ManyQueriesInOneCall) {
   }
 }
 
+// One call's buffers sharing allocations (ids and outputs of several tables
+// in one pinned block, in device blocks, ids in a registered region) beside
+// unregistered ones and more separate allocations than a call remembers:
+// each answers as the store does, by fl_query and by a prepared query. The
+// driver is asked once per allocation (fusion/device_view.c): a buffer is
+// read in place only inside an allocation that the device can read.
+TEST_P(CacheTest, BuffersSharingAllocationsAnswerLikeSeparateOnes) {
+  if (GetParam().backend != FL_BACKEND_CUDA) GTEST_SKIP() << "CUDA only";
+  fl::Cache c = MakeCache(Config(4 << 20));
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(53);
+  const size_t nq = 40, n = 50, nt = tables_.size();
+  size_t slot = n * 8;  // one query's ids or outputs
+  for (size_t t = 0; t < nt; t++) slot = std::max(slot, n * RowBytes(tables_[t]));
+  uint8_t *pinned = nullptr, *dev_ids = nullptr, *dev_out = nullptr;
+  std::vector<uint8_t> region(nq * slot);
+  std::vector<void *> own;  // outputs in allocations of their own
+  bool registered = false;
+  std::shared_ptr<void> release(nullptr, [&](void *) {
+    if (registered) cudaHostUnregister(region.data());
+    cudaFreeHost(pinned);
+    cudaFree(dev_ids);
+    cudaFree(dev_out);
+    for (void *p : own) cudaFree(p);
+  });
+  ASSERT_EQ(cudaMallocHost((void **)&pinned, 2 * nq * slot), cudaSuccess);
+  ASSERT_EQ(cudaMalloc((void **)&dev_ids, nq * slot), cudaSuccess);
+  ASSERT_EQ(cudaMalloc((void **)&dev_out, nq * slot), cudaSuccess);
+  ASSERT_EQ(cudaHostRegister(region.data(), region.size(), cudaHostRegisterDefault), cudaSuccess);
+  registered = true;
+  std::vector<std::vector<uint64_t>> ids(nq, std::vector<uint64_t>(n));
+  std::vector<std::vector<uint8_t>> out(nq), want(nq);
+  std::vector<fl_table_query> q(nq), w(nq);
+  std::vector<bool> out_on_device(nq, false);
+  for (size_t i = 0; i < nq; i++) {
+    const uint32_t t = (uint32_t)(i % nt);
+    for (auto &id : ids[i]) id = rng() % tables_[t].corpus_size;
+    out[i].assign(n * RowBytes(tables_[t]), 0xAB);
+    want[i].assign(out[i].size(), 0xCD);
+    w[i] = {t, ids[i].data(), n, want[i].data()};
+    q[i] = w[i];
+    q[i].out = out[i].data();
+    uint8_t *pin = pinned + 2 * i * slot;
+    switch (i % 5) {
+      case 0:  // ids and outputs in the pinned block
+        memcpy(pin, ids[i].data(), n * 8);
+        q[i] = {t, (const uint64_t *)pin, n, pin + slot};
+        break;
+      case 1:  // ids and outputs in device blocks
+        ASSERT_EQ(cudaMemcpy(dev_ids + i * slot, ids[i].data(), n * 8, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        q[i] = {t, (const uint64_t *)(dev_ids + i * slot), n, dev_out + i * slot};
+        out_on_device[i] = true;
+        break;
+      case 2:  // both unregistered
+        break;
+      case 3:  // ids in the registered region, outputs in an allocation of their own
+        memcpy(region.data() + i * slot, ids[i].data(), n * 8);
+        own.push_back(nullptr);
+        ASSERT_EQ(cudaMalloc(&own.back(), out[i].size()), cudaSuccess);
+        q[i] = {t, (const uint64_t *)(region.data() + i * slot), n, own.back()};
+        out_on_device[i] = true;
+        break;
+      case 4:  // unregistered ids, outputs in the pinned block
+        q[i].out = pin + slot;
+        break;
+    }
+  }
+  auto poison = [&] {
+    for (size_t i = 0; i < nq; i++) {
+      if (out_on_device[i]) {
+        ASSERT_EQ(cudaMemset(q[i].out, 0xAB, out[i].size()), cudaSuccess);
+      } else {
+        memset(q[i].out, 0xAB, out[i].size());
+      }
+    }
+  };
+  auto check = [&](const std::string &what) {
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    FL_ASSERT_OK_STORE(fl_store_gather(store_.get(), w.data(), (uint32_t)nq, FL_MISSING_ZERO, nullptr),
+                       store_.get());
+    for (size_t i = 0; i < nq; i++) {
+      std::vector<uint8_t> got(out[i].size());
+      ASSERT_EQ(cudaMemcpy(got.data(), q[i].out, got.size(), cudaMemcpyDefault), cudaSuccess);
+      ASSERT_EQ(got, want[i]) << what << ", query " << i << " (placement " << i % 5 << ")";
+    }
+  };
+  for (int pass = 0; pass < 2; pass++) {
+    poison();
+    FL_ASSERT_OK_CACHE(fl_query(c.get(), q.data(), (uint32_t)nq, nullptr), c.get());
+    check("fl_query, pass " + std::to_string(pass));
+  }
+  fl_prepared *raw = nullptr;
+  FL_ASSERT_OK_CACHE(fl_query_prepare(c.get(), q.data(), (uint32_t)nq, &raw), c.get());
+  std::unique_ptr<fl_prepared, void (*)(fl_prepared *)> p(raw, fl_prepared_destroy);
+  poison();
+  FL_ASSERT_OK_CACHE(fl_prepared_run(p.get(), nullptr), c.get());
+  check("prepared run");
+}
+
 TEST_P(CacheTest, LargeBudgetServesRepeatsFromCache) {
   fl::Cache c = MakeCache(Config(64 << 20, 1.0));
   ASSERT_NE(c, nullptr);
