@@ -386,7 +386,8 @@ typedef struct fl_query_timing {
                              came: the device's time, queue included; the rest is the host's
                              (the query's registration and the launch calls) */
   uint64_t setup_find_ns; /* CUDA: of setup_ns, finding where the caller's ids and outputs
-                             live (a driver call each; 0 for a prepared query) */
+                             live (a driver call for each allocation they lie in; 0 for a
+                             prepared query) */
 } fl_query_timing;
 void fl_query_timing_last(fl_query_timing *out);
 
