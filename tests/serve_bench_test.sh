@@ -58,8 +58,9 @@ for name, f in queue_rows.items():
     i50, i99, i999, r99, r999 = map(float, f[2:5] + f[6:8])
     assert 0 < i50 <= i99 <= i999 and r99 >= 0.99 and r999 >= 0.99, (name, f)
 for name, f in sched_rows.items():
-    n, pre, slow, slow_pre = map(int, f[2:6])
+    n, pre, slow, slow_pre, slow_hv = map(int, f[2:7])
     assert 0 <= slow_pre <= min(pre, slow) and max(pre, slow) <= n, (name, f)
+    assert slow_pre + slow_hv <= slow, (name, f)  # slow.hv: never switched out
     assert int(f[-1]) >= 3 + 1, name + ": threads: the workers and main at least"
 assert any(l.startswith("scheduler probes: ") for l in text)
 at = next(i for i, l in enumerate(text) if l.startswith("scheduler per level by thread kind"))
@@ -91,6 +92,7 @@ for l in levels:
     assert l["allocations"] == 0, l["label"]
     sc, wk, pr = l["scheduler"], l["scheduler"]["workers"], l["scheduler"]["process"]
     assert 0 <= sc["slow_preempted"] <= min(sc["preempted"], sc["slow"]), sc
+    assert sc["slow_preempted"] + sc["slow_unseen"] <= sc["slow"], sc
     assert max(sc["preempted"], sc["slow"]) <= l["requests"], sc
     assert sc["threads"] >= d["threads"] + 1 and pr is not None, sc
     for key in ("run_delay_ms", "slow_run_delay_ms"):
@@ -127,6 +129,14 @@ for l in levels:
                 assert ss["run_delay_us"] <= 1000 * wk["run_delay_ms"] + 1, (ss, wk)
         ss = s["scheduler"]
         assert ss["nivcsw"] <= wk["nivcsw"], (ss, wk)
+        # On a CPU, waiting for one, and the rest ('unseen') make up the service.
+        if known:
+            assert 0 <= ss["on_cpu_us"] <= s["service_us"] + 20, (ss, s["service_us"])
+            parts = ss["on_cpu_us"] + ss["run_delay_us"] + s["unseen_us"]
+            assert s["unseen_us"] >= 0 and parts >= s["service_us"] - 0.01, (s, parts)
+            assert s["unseen_us"] == 0 or abs(parts - s["service_us"]) < 0.01, (s, parts)
+        else:
+            assert ss["on_cpu_us"] is None and s["unseen_us"] is None, s
         if known:
             assert ss["run_delay_us"] <= 1000 * sc["run_delay_ms"] + 1, (ss, sc)
     sv = l["slowest_service"]

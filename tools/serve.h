@@ -176,6 +176,9 @@ typedef struct fl_serve_sched {
   int64_t run_delay_ns; /* field 2 of schedstat; -1: unknown (no schedstat file) */
   uint64_t nivcsw;      /* involuntary context switches */
   uint64_t nvcsw;       /* voluntary context switches */
+  int64_t run_ns;       /* field 1 of schedstat: on a CPU (known with run_delay_ns). The
+                           guest's kernel leaves out the time the hypervisor took the vCPU
+                           (steal), where it accounts steal */
 } fl_serve_sched;
 
 /* b - a, the change over a stretch (unknown if either is). */
@@ -351,11 +354,18 @@ typedef struct fl_serve_preempt {
   uint64_t preempted;      /* requests with an involuntary switch while served */
   uint64_t slow;           /* requests served in over FL_SERVE_SLOW_US */
   uint64_t slow_preempted; /* of those, preempted */
+  uint64_t slow_unseen;    /* of those, never switched out yet off a CPU and not waiting for
+                              one for over half the service (fl_serve_unseen_ns): the
+                              hypervisor's */
   int64_t run_delay_ns;    /* run-queue delay while served, all requests; -1: unknown */
   int64_t slow_run_delay_ns; /* the slow ones'; -1: unknown */
 } fl_serve_preempt;
 
 void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out);
+/* Of r's service, the ns its worker was neither on a CPU nor waiting for
+ * one: asleep (a voluntary switch: a lock, a wait) or, with no switch, its
+ * vCPU taken by the hypervisor; -1: unknown. */
+int64_t fl_serve_unseen_ns(const fl_serve_record *r);
 
 /* The warm-up: closed-loop rounds until the hit rate is steady. */
 typedef struct fl_serve_warm {

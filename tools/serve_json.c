@@ -1,6 +1,7 @@
 /* serve_json.c: the serving benchmark's results as JSON (--json) and its plot
  * (--svg): latency percentiles and achieved rate against the offered rate. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tools/serve.h"
 
@@ -11,35 +12,44 @@ static void percentiles(FILE *f, const char *name, const double *v, uint64_t n) 
           fl_percentile(v, n, 1));
 }
 
-/* "name": a run-queue delay (ns) in units of `unit` ns, null when unknown. */
+/* "name": a time (ns: a run-queue delay, a time on a CPU) in units of `unit` ns, null
+ * when unknown. */
 static void delay(FILE *f, const char *name, int64_t ns, double unit) {
   if (ns < 0) fprintf(f, "\"%s\": null", name);
   else fprintf(f, "\"%s\": %.3f", name, (double)ns / unit);
 }
 
-/* "run_delay_<unit>": .., "nivcsw": .., "nvcsw": .. */
-static void sched_fields(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
-  delay(f, delay_name, s->run_delay_ns, unit);
+/* "run_delay_<unit>": .., "on_cpu_<unit>": .., "nivcsw": .., "nvcsw": ..
+ * (unit: "us" or "ms"; both times null when unknown) */
+static void sched_fields(FILE *f, const fl_serve_sched *s, const char *unit) {
+  const double ns = strcmp(unit, "ms") == 0 ? 1e6 : 1e3;
+  char name[32];
+  snprintf(name, sizeof name, "run_delay_%s", unit);
+  delay(f, name, s->run_delay_ns, ns);
+  snprintf(name, sizeof name, "on_cpu_%s", unit);
+  fprintf(f, ", ");
+  delay(f, name, s->run_delay_ns < 0 ? -1 : s->run_ns, ns);
   fprintf(f, ", \"nivcsw\": %llu, \"nvcsw\": %llu", (unsigned long long)s->nivcsw,
           (unsigned long long)s->nvcsw);
 }
 
-/* {"run_delay_<unit>": .., "nivcsw": .., "nvcsw": ..} */
-static void sched(FILE *f, const fl_serve_sched *s, const char *delay_name, double unit) {
+/* {sched_fields} */
+static void sched(FILE *f, const fl_serve_sched *s, const char *unit) {
   fputc('{', f);
-  sched_fields(f, s, delay_name, unit);
+  sched_fields(f, s, unit);
   fputc('}', f);
 }
 
 /* The process's threads by kind: [{"kind": .., "threads": .., "run_delay_ms": ..,
- * "nivcsw": .., "nvcsw": ..}, ...] (kind names need no escaping: serve.h). */
+ * "on_cpu_ms": .., "nivcsw": .., "nvcsw": ..}, ...] (kind names need no escaping:
+ * serve.h). */
 static void kinds(FILE *f, const fl_serve_kinds *ks) {
   fprintf(f, "[");
   for (uint32_t j = 0; j < ks->n; j++) {
     const fl_serve_kind *k = &ks->k[j];
     fprintf(f, "%s\n         {\"kind\": \"%s\", \"threads\": %u, ", j ? "," : "", k->name,
             k->threads);
-    sched_fields(f, &k->s, "run_delay_ms", 1e6);
+    sched_fields(f, &k->s, "ms");
     fputc('}', f);
   }
   fprintf(f, "]");
@@ -50,16 +60,17 @@ static void kinds(FILE *f, const fl_serve_kinds *ks) {
 static void level_sched(FILE *f, const fl_serve_level *l) {
   fl_serve_preempt pr;
   fl_serve_preempt_of(l, &pr);
-  fprintf(f, "\"scheduler\": {\"preempted\": %llu, \"slow\": %llu, \"slow_preempted\": %llu, ",
+  fprintf(f, "\"scheduler\": {\"preempted\": %llu, \"slow\": %llu, \"slow_preempted\": %llu, "
+          "\"slow_unseen\": %llu, ",
           (unsigned long long)pr.preempted, (unsigned long long)pr.slow,
-          (unsigned long long)pr.slow_preempted);
+          (unsigned long long)pr.slow_preempted, (unsigned long long)pr.slow_unseen);
   delay(f, "run_delay_ms", pr.run_delay_ns, 1e6);
   fprintf(f, ", ");
   delay(f, "slow_run_delay_ms", pr.slow_run_delay_ns, 1e6);
   fprintf(f, ",\n       \"workers\": ");
-  sched(f, &l->workers, "run_delay_ms", 1e6);
+  sched(f, &l->workers, "ms");
   fprintf(f, ", \"process\": ");
-  if (l->threads) sched(f, &l->process, "run_delay_ms", 1e6);
+  if (l->threads) sched(f, &l->process, "ms");
   else fprintf(f, "null");
   fprintf(f, ", \"threads\": %u,\n       \"kinds\": ", l->threads);
   kinds(f, &l->kinds);
@@ -95,9 +106,11 @@ static void stalls(FILE *f, const char *name, const fl_serve_level *l, const fl_
             t->admission_ns / 1e3, (unsigned long long)t->missed,
             (unsigned long long)t->fetched_rows, st[j].service_us - t->total_ns / 1e3);
     fprintf(f, ", \"scheduler\": ");
-    sched(f, &r->sched, "run_delay_us", 1e3);
+    sched(f, &r->sched, "us");
     fprintf(f, ", \"wait_scheduler\": ");
-    sched(f, &r->wait, "run_delay_us", 1e3);
+    sched(f, &r->wait, "us");
+    fprintf(f, ", ");
+    delay(f, "unseen_us", fl_serve_unseen_ns(r), 1e3);
     fprintf(f, "}");
   }
   fprintf(f, "]");

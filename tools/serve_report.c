@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "tools/serve.h"
 
-/* A run-queue delay (ns) in units of `unit` ns with `decimals`, or "-" when
- * unknown (< 0). */
+/* A time (ns: a run-queue delay, a time on a CPU) in units of `unit` ns
+ * with `decimals`, or "-" when unknown (< 0). */
 static const char *delay_text(char *buf, size_t cap, int64_t ns, double unit, int decimals) {
   if (ns < 0) snprintf(buf, cap, "-");
   else snprintf(buf, cap, "%.*f", decimals, (double)ns / unit);
@@ -21,12 +21,15 @@ static const char *delay_text(char *buf, size_t cap, int64_t ns, double unit, in
  * whole process's switches and run-queue delay. */
 static void print_sched(FILE *f, const fl_serve_result *res) {
   fprintf(f, "\nscheduler per level (preempt: requests with an involuntary context switch while "
-          "served; slow: served in over %.0f us; runq: ms runnable but waiting for a CPU, "
-          "summed; workers: the K workers over the level; process: every thread; invol, vol: "
-          "involuntary, voluntary context switches; -: unknown)\n", FL_SERVE_SLOW_US);
-  fprintf(f, "%-12s %8s %8s %6s %8s %9s %9s | %11s %8s | %11s %8s %8s %7s\n", "level", "requests",
-          "preempt", "slow", "slow.pre", "runq ms", "slow runq", "workers runq", "invol",
-          "process runq", "invol", "vol", "threads");
+          "served; slow: served in over %.0f us; slow.pre: of those, preempted; slow.hv: of "
+          "those, never switched out yet neither on a CPU nor waiting for one for over half "
+          "the service: the hypervisor held the worker's vCPU; runq: ms runnable but waiting "
+          "for a CPU, summed; workers: the K workers over the level; process: every thread; "
+          "invol, vol: involuntary, voluntary context switches; -: unknown)\n",
+          FL_SERVE_SLOW_US);
+  fprintf(f, "%-12s %8s %8s %6s %8s %7s %9s %9s | %11s %8s | %11s %8s %8s %7s\n", "level",
+          "requests", "preempt", "slow", "slow.pre", "slow.hv", "runq ms", "slow runq",
+          "workers runq", "invol", "process runq", "invol", "vol", "threads");
   for (uint32_t i = 0; i < res->n_levels; i++) {
     const fl_serve_level *l = &res->levels[i];
     fl_serve_preempt pr;
@@ -36,9 +39,10 @@ static void print_sched(FILE *f, const fl_serve_result *res) {
       snprintf(inv, sizeof inv, "%llu", (unsigned long long)l->process.nivcsw);
       snprintf(vol, sizeof vol, "%llu", (unsigned long long)l->process.nvcsw);
     }
-    fprintf(f, "%-12s %8llu %8llu %6llu %8llu %9s %9s | %11s %8llu | %11s %8s %8s %7u\n", l->label,
-            (unsigned long long)l->n, (unsigned long long)pr.preempted, (unsigned long long)pr.slow,
-            (unsigned long long)pr.slow_preempted, delay_text(a, sizeof a, pr.run_delay_ns, 1e6, 2),
+    fprintf(f, "%-12s %8llu %8llu %6llu %8llu %7llu %9s %9s | %11s %8llu | %11s %8s %8s %7u\n",
+            l->label, (unsigned long long)l->n, (unsigned long long)pr.preempted,
+            (unsigned long long)pr.slow, (unsigned long long)pr.slow_preempted,
+            (unsigned long long)pr.slow_unseen, delay_text(a, sizeof a, pr.run_delay_ns, 1e6, 2),
             delay_text(b, sizeof b, pr.slow_run_delay_ns, 1e6, 2),
             delay_text(c, sizeof c, l->workers.run_delay_ns, 1e6, 2),
             (unsigned long long)l->workers.nivcsw,
@@ -264,15 +268,16 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
           "all workers, between the reads (every %u ms; 0: none) around it; after '||': the "
           "library's account of its fl_query call (fl_query_timing, us; rows: fetched from the "
           "store), and 'after': its service once the call returned; after the last '|': its "
-          "worker thread's run-queue delay while served (us; -: unknown), involuntary and "
-          "voluntary context switches)\n",
+          "worker thread's run-queue delay while served (us; -: unknown), its time on a CPU "
+          "(us), the rest of the service ('unseen', us: asleep, or with no switch its vCPU "
+          "held by the hypervisor), involuntary and voluntary context switches)\n",
           l->label, (unsigned long long)l->n, o->sample_ms);
   fprintf(f, "%5s %6s %4s %9s %9s %9s %9s %9s %9s %8s %4s %5s | %9s", "size", "worker", "nth",
           "sched", "start", "end", "queue", "service", "total", "disp", "busy", "ahead", "window_ms");
   for (int k = 0; k < FL_ATTR_COUNT; k++) fprintf(f, " %s", fl_attr_cols[k].name);
-  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %5s %5s\n", "call",
-          "setup", "s.wait", "s.grow", "s.find", "index", "i.wait", "fetch", "adm", "missed", "rows",
-          "after", "runq", "invol", "vol");
+  fprintf(f, " || %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %6s %8s | %8s %8s %8s %5s %5s\n",
+          "call", "setup", "s.wait", "s.grow", "s.find", "index", "i.wait", "fetch", "adm", "missed",
+          "rows", "after", "runq", "oncpu", "unseen", "invol", "vol");
   for (uint32_t j = 0; j < m; j++) {
     const fl_serve_record *r = st[j].r;
     fprintf(f, "%5u %6u %4u %9.3f %9.3f %9.3f %9.1f %9.1f %9.1f %8.1f %4llu %5llu | %9.1f",
@@ -283,15 +288,18 @@ static void print_list(FILE *f, const fl_serve_opts *o, const fl_serve_pool *p,
       fprintf(f, " %*.*f", (int)strlen(fl_attr_cols[k].name), fl_attr_cols[k].decimals, st[j].d.v[k]);
     const fl_query_timing *t = &r->call;
     const fl_serve_sched *sc = &r->sched;
-    char runq[32];
+    char runq[32], oncpu[32], unseen[32];
+    const int64_t off = fl_serve_unseen_ns(r);
     fprintf(f, " || %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %6llu %6llu %8.1f | %8s "
-            "%5llu %5llu\n",
+            "%8s %8s %5llu %5llu\n",
             t->total_ns / 1e3, t->setup_ns / 1e3, t->setup_wait_ns / 1e3, t->setup_grow_ns / 1e3,
             t->setup_find_ns / 1e3, t->index_ns / 1e3, t->index_wait_ns / 1e3, t->fetch_ns / 1e3, t->admission_ns / 1e3,
             (unsigned long long)t->missed, (unsigned long long)t->fetched_rows,
             st[j].service_us - t->total_ns / 1e3,
             delay_text(runq, sizeof runq, sc->run_delay_ns, 1e3, 1),
-            (unsigned long long)sc->nivcsw, (unsigned long long)sc->nvcsw);
+            delay_text(oncpu, sizeof oncpu, off < 0 ? -1 : sc->run_ns, 1e3, 1),
+            delay_text(unseen, sizeof unseen, off, 1e3, 1), (unsigned long long)sc->nivcsw,
+            (unsigned long long)sc->nvcsw);
   }
   free(st);
 }

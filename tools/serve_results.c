@@ -71,6 +71,13 @@ double fl_serve_latency_us(const fl_serve_level *l, double q) {
   return fl_percentile(l->lat_us, l->n, q);
 }
 
+int64_t fl_serve_unseen_ns(const fl_serve_record *r) {
+  const fl_serve_sched *s = &r->sched;
+  if (s->run_delay_ns < 0) return -1;
+  int64_t left = r->end_ns - r->start_ns - s->run_ns - s->run_delay_ns;
+  return left > 0 ? left : 0;
+}
+
 void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out) {
   *out = (fl_serve_preempt){0};
   for (uint64_t i = 0; i < l->n; i++) {
@@ -79,6 +86,9 @@ void fl_serve_preempt_of(const fl_serve_level *l, fl_serve_preempt *out) {
     out->preempted += preempted;
     out->slow += slow;
     out->slow_preempted += slow && preempted;
+    int64_t unseen = fl_serve_unseen_ns(&l->rec[i]);
+    out->slow_unseen += slow && !s->nivcsw && !s->nvcsw && unseen > 0 &&
+                        2 * unseen > l->rec[i].end_ns - l->rec[i].start_ns;
     if (s->run_delay_ns < 0) out->run_delay_ns = out->slow_run_delay_ns = -1;
     if (out->run_delay_ns < 0) continue; /* unknown stays unknown */
     out->run_delay_ns += s->run_delay_ns;

@@ -5,6 +5,10 @@
  *
  * A probe is one pread of the thread's /proc/thread-self/schedstat, opened
  * once ("run_ns delay_ns timeslices"), and one getrusage(RUSAGE_THREAD).
+ * A request's service less its worker's time on a CPU and in the run queue
+ * is time it slept or, where it never switched out, time the hypervisor
+ * took its vCPU (the guest's kernel counts steal apart from run time where
+ * it accounts steal at all).
  * On a 2-vCPU VM (kernel 6.18) the pread costs about 0.3-0.4 us and the
  * getrusage 0.14 us, so a request's three probes about 1.5 us (the first
  * before its arrival, unless it is late), against requests
@@ -33,7 +37,7 @@
 fl_serve_sched fl_serve_sched_diff(const fl_serve_sched *a, const fl_serve_sched *b) {
   int known = a->run_delay_ns >= 0 && b->run_delay_ns >= 0;
   return (fl_serve_sched){known ? b->run_delay_ns - a->run_delay_ns : -1, b->nivcsw - a->nivcsw,
-                          b->nvcsw - a->nvcsw};
+                          b->nvcsw - a->nvcsw, known ? b->run_ns - a->run_ns : 0};
 }
 
 void fl_serve_sched_add(fl_serve_sched *sum, const fl_serve_sched *d) {
@@ -41,17 +45,23 @@ void fl_serve_sched_add(fl_serve_sched *sum, const fl_serve_sched *d) {
   sum->run_delay_ns = known ? sum->run_delay_ns + d->run_delay_ns : -1;
   sum->nivcsw += d->nivcsw;
   sum->nvcsw += d->nvcsw;
+  sum->run_ns += d->run_ns;
 }
 
-/* Field 2 of a schedstat text: the ns spent runnable, waiting for a CPU;
- * -1 if the text has no such field. */
-static int64_t run_delay_of(const char *text) {
+/* A schedstat text's fields 1 and 2, the ns on a CPU and the ns spent
+ * runnable, waiting for one, into s; run_delay_ns -1 if it has no such
+ * fields. */
+static void schedstat_of(const char *text, fl_serve_sched *s) {
   char *end;
-  strtoull(text, &end, 10);
-  if (end == text) return -1;
+  unsigned long long run = strtoull(text, &end, 10);
+  s->run_delay_ns = -1;
+  s->run_ns = 0;
+  if (end == text) return;
   const char *f2 = end;
   unsigned long long d = strtoull(f2, &end, 10);
-  return end == f2 ? -1 : (int64_t)d;
+  if (end == f2) return;
+  s->run_delay_ns = (int64_t)d;
+  s->run_ns = (int64_t)run;
 }
 
 void fl_serve_probe_open(fl_serve_probe *p) {
@@ -65,11 +75,12 @@ void fl_serve_probe_read(const fl_serve_probe *p, fl_serve_sched *s) {
   s->nivcsw = (uint64_t)ru.ru_nivcsw;
   s->nvcsw = (uint64_t)ru.ru_nvcsw;
   s->run_delay_ns = -1;
+  s->run_ns = 0;
   char buf[96];
   ssize_t n = p->fd >= 0 ? pread(p->fd, buf, sizeof buf - 1, 0) : -1;
   if (n > 0) {
     buf[n] = '\0';
-    s->run_delay_ns = run_delay_of(buf);
+    schedstat_of(buf, s);
   }
 }
 
@@ -188,7 +199,12 @@ static int read_task(int tid, fl_serve_task *t) {
   s->nivcsw = status_field(buf, "\nnonvoluntary_ctxt_switches:");
   s->nvcsw = status_field(buf, "\nvoluntary_ctxt_switches:");
   snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-  s->run_delay_ns = read_small(path, buf, sizeof buf) > 0 ? run_delay_of(buf) : -1;
+  if (read_small(path, buf, sizeof buf) > 0) {
+    schedstat_of(buf, s);
+  } else {
+    s->run_delay_ns = -1;
+    s->run_ns = 0;
+  }
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
   if (read_small(path, t->comm, sizeof t->comm) < 0) snprintf(t->comm, sizeof t->comm, "?");
   t->comm[strcspn(t->comm, "\n")] = '\0';
@@ -217,7 +233,7 @@ void fl_serve_tasks_read(fl_serve_tasks *ts) {
 
 void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_serve_sched *d,
                           fl_serve_kinds *kinds) {
-  *d = (fl_serve_sched){0, 0, 0};
+  *d = (fl_serve_sched){0, 0, 0, 0};
   for (uint32_t i = 0; i < b->n; i++) {
     const fl_serve_sched *now = &b->t[i].s, *then = NULL;
     for (uint32_t j = 0; j < a->n && !then; j++)
@@ -225,7 +241,7 @@ void fl_serve_tasks_delta(const fl_serve_tasks *a, const fl_serve_tasks *b, fl_s
     if (then && (now->nivcsw < then->nivcsw || now->nvcsw < then->nvcsw ||
                  now->run_delay_ns < then->run_delay_ns))
       then = NULL; /* the id of an ended thread, reused */
-    fl_serve_sched zero = {now->run_delay_ns >= 0 ? 0 : -1, 0, 0};
+    fl_serve_sched zero = {now->run_delay_ns >= 0 ? 0 : -1, 0, 0, 0};
     fl_serve_sched change = fl_serve_sched_diff(then ? then : &zero, now);
     fl_serve_sched_add(d, &change);
     fl_serve_kinds_add(kinds, b->t[i].comm, &change);
