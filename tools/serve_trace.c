@@ -101,12 +101,15 @@ static void request(FILE *f, int *first, int pid, const fl_serve_level *l, uint6
           "\"dur\": %.3f, \"args\": {\"ticket\": %llu, \"nth\": %u, \"queue_us\": %.2f, "
           "\"dispatch_us\": %.2f, \"missed\": %llu, \"fetched_rows\": %llu, "
           "\"setup_wait_us\": %.2f, \"setup_grow_us\": %.2f, \"nivcsw\": %llu, "
-          "\"run_delay_us\": %.2f, \"wait_nivcsw\": %llu, \"wait_run_delay_us\": %.2f}}",
+          "\"run_delay_us\": %.2f, \"on_cpu_us\": %.2f, \"unseen_us\": %.2f, "
+          "\"wait_nivcsw\": %llu, \"wait_run_delay_us\": %.2f}}",
           pid, tid, p->req[r->req].samples, start / 1e3, (end - start) / 1e3,
           (unsigned long long)i, r->nth, l->queue_us[i], l->dispatch_us[i],
           (unsigned long long)c->missed, (unsigned long long)c->fetched_rows,
           c->setup_wait_ns / 1e3, c->setup_grow_ns / 1e3, (unsigned long long)r->sched.nivcsw,
           r->sched.run_delay_ns < 0 ? -1.0 : r->sched.run_delay_ns / 1e3,
+          r->sched.run_delay_ns < 0 ? -1.0 : r->sched.run_ns / 1e3,
+          fl_serve_unseen_ns(r) < 0 ? -1.0 : fl_serve_unseen_ns(r) / 1e3,
           (unsigned long long)r->wait.nivcsw,
           r->wait.run_delay_ns < 0 ? -1.0 : r->wait.run_delay_ns / 1e3);
   fl_serve_phase ph[FL_SERVE_PHASES];
