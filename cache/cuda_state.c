@@ -262,15 +262,18 @@ static int set_wait_briefly(fl_cache *c, const fl_scratch *y, uint64_t ns) {
 }
 
 /* Which of the sets no query holds have had their last uses end. A set
- * seen ended since its last take is not asked again (ended_take); the
- * others' events are asked with scratch_lock released (a CUDA call may wait
- * for the driver's locks, and every query's setup takes scratch_lock), and
- * an answer counts only for a set not taken since (the same `takes`).
+ * seen ended since its last take is not asked again (ended_take), and
+ * while one such set is free no other is asked (each ask is a driver
+ * call; the others are asked once none is known, several found ended at
+ * once). Else the free sets' events are asked with scratch_lock released
+ * (a CUDA call may wait for the driver's locks, and every query's setup
+ * takes scratch_lock), and an answer counts only for a set not taken
+ * since (the same `takes`).
  * Called and returns with scratch_lock held; ended[i] for set i. Returns
  * how many sets are free now that were not asked about (given back, or
  * made, meanwhile). */
 static size_t sets_ended(fl_cache *c, fl_cuda_state *s, int *ended) {
-  size_t n = s->n_scratch, n_ask = 0;
+  size_t n = s->n_scratch, n_ask = 0, n_known = 0;
   uint64_t takes[FL_MAX_CONCURRENT_QUERIES];
   int ask[FL_MAX_CONCURRENT_QUERIES];
   for (size_t i = 0; i < n; i++) {
@@ -279,9 +282,10 @@ static size_t sets_ended(fl_cache *c, fl_cuda_state *s, int *ended) {
     ended[i] = free_set && y->ended_take == y->takes;
     ask[i] = free_set && !ended[i];
     n_ask += ask[i];
+    n_known += ended[i];
     takes[i] = y->takes;
   }
-  if (!n_ask) return 0;
+  if (!n_ask || n_known) return 0;
   pthread_mutex_unlock(&s->scratch_lock);
   /* Events and sets are never freed while the cache lives. */
   for (size_t i = 0; i < n; i++)

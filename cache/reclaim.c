@@ -23,6 +23,12 @@ static uint32_t free_slot(const fl_reclaim *r) {
   return i;
 }
 
+static uint32_t free_slots(const fl_reclaim *r) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < r->n_inflight; i++) n += !r->inflight[i].active;
+  return n;
+}
+
 /* The events of a horizon pass, asked outside the mutex: at most
  * FL_PROBE_EVENTS a pass (queries beyond them count as running: a later
  * pass frees them). */
@@ -90,8 +96,13 @@ static void lock_past_finished(fl_reclaim *r, const fl_reclaim_hooks *h, uint64_
  * query, and every begin would scan them all (on the H100 an all-hit
  * fl_query went from 28 to 348 us in 315,000 calls). So when every slot
  * is taken, the pass runs here first (h NULL: the queries end without
- * events, and their slots free at fl_reclaim_end). Called with the mutex
- * held; returns with it held. */
+ * events, and their slots free at fl_reclaim_end). A pass asks every
+ * running query's event, each a driver call: when it frees fewer than
+ * half the slots, this query takes a new slot all the same, so that the
+ * slots level at about twice the queries a pass finds running and each
+ * event is asked about once or twice, not once for every query that
+ * begins while it runs. Called with the mutex held; returns with it
+ * held. */
 static int64_t begin_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
   uint32_t i = free_slot(r);
   if (i == r->n_inflight && h && !FL_MUTANT_ON(17)) {
@@ -99,6 +110,7 @@ static int64_t begin_locked(fl_reclaim *r, const fl_reclaim_hooks *h) {
     pthread_mutex_unlock(&r->mu);
     lock_past_finished(r, h, &horizon);
     i = free_slot(r);
+    if (2 * free_slots(r) < r->n_inflight) i = r->n_inflight;
   }
   if (i == r->n_inflight) {
     if (r->n_inflight == r->cap_inflight) {

@@ -8,8 +8,11 @@
  * Environment: FL_DRIVER_CALLS (the output path; required),
  * FL_DRIVER_CALLS_MIN_US (calls at least this long are listed; default 50).
  * The output, written at exit, is tab-separated:
- *   call  <thread name>  <tid>  <function>  <start ns>  <end ns>
- *   sum   <function>  <calls>  <total us>  <max us>
+ *   call    <thread name>  <tid>  <function>  <start ns>  <end ns>
+ *   sum     <function>  <calls>  <total us>  <max us>
+ *   thread  <thread name>  <tid>  <function>  <calls>  <total us>
+ * (`thread`: every call of each thread, by function; its name as last read,
+ * every 4,096 calls)
  * with start and end on CLOCK_MONOTONIC (serve_bench's levels give their
  * t0 on the same clock). tools/driver_calls.py reads it. */
 #include <cupti.h>
@@ -36,8 +39,20 @@ typedef struct {
   const char *name;
 } per_id;
 
+/* A thread's calls by function, kept by the thread itself and listed for
+ * the output. */
+typedef struct thread_calls {
+  uint64_t count[N_IDS], total_ns[N_IDS], seen;
+  char name[16];
+  int tid;
+  struct thread_calls *next;
+} thread_calls;
+
 static call *calls;
 static uint64_t n_calls, dropped;
+static thread_calls *threads; /* every thread that made a call (under threads_mu) */
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread thread_calls *mine;
 static per_id ids[N_IDS];
 static uint64_t min_ns = 50000;
 static const char *out_path;
@@ -62,6 +77,23 @@ static void keep(const CUpti_CallbackData *d, uint64_t start, uint64_t end) {
   if (pthread_getname_np(pthread_self(), k->thread, sizeof k->thread) != 0) k->thread[0] = 0;
 }
 
+/* The calling thread's counts, made at its first call (NULL without
+ * memory); its name read again every 4,096 calls (threads name themselves
+ * after they start). */
+static thread_calls *my_calls(void) {
+  if (!mine && (mine = calloc(1, sizeof *mine))) {
+    mine->tid = (int)syscall(SYS_gettid);
+    pthread_mutex_lock(&threads_mu);
+    mine->next = threads;
+    threads = mine;
+    pthread_mutex_unlock(&threads_mu);
+  }
+  if (mine && mine->seen++ % 4096 == 0 &&
+      pthread_getname_np(pthread_self(), mine->name, sizeof mine->name) != 0)
+    mine->name[0] = 0;
+  return mine;
+}
+
 /* The call's start rides in its correlation slot from entry to exit. */
 static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                              const void *data) {
@@ -81,6 +113,11 @@ static void CUPTIAPI on_call(void *user, CUpti_CallbackDomain domain, CUpti_Call
                                                 __ATOMIC_RELAXED)) {
   }
   if (!p->name) p->name = d->functionName;
+  thread_calls *tc = my_calls();
+  if (tc) {
+    tc->count[id]++;
+    tc->total_ns[id] += ns;
+  }
   if (ns >= min_ns) keep(d, start, end);
 }
 
@@ -99,6 +136,14 @@ static void write_out(void) {
     if (ids[i].count)
       fprintf(f, "sum\t%s\t%llu\t%.1f\t%.1f\n", ids[i].name ? ids[i].name : "?",
               (unsigned long long)ids[i].count, ids[i].total_ns / 1e3, ids[i].max_ns / 1e3);
+  pthread_mutex_lock(&threads_mu);
+  for (const thread_calls *tc = threads; tc; tc = tc->next)
+    for (int i = 0; i < N_IDS; i++)
+      if (tc->count[i])
+        fprintf(f, "thread\t%s\t%d\t%s\t%llu\t%.1f\n", tc->name, tc->tid,
+                ids[i].name ? ids[i].name : "?", (unsigned long long)tc->count[i],
+                tc->total_ns[i] / 1e3);
+  pthread_mutex_unlock(&threads_mu);
   if (dropped) fprintf(f, "dropped\t%llu\n", (unsigned long long)dropped);
   fclose(f);
 }

@@ -2,6 +2,8 @@
 """Reads tools/driver_calls.c's output (the CUDA driver calls of a run that
 took at least its threshold, and every function's totals) and prints:
 - the functions by total time, with their calls, mean and longest;
+- every call by thread kind and function (with --serve, also a request of
+  the levels: warm-up calls count too, so a little more than a request's);
 - the long calls by function and thread kind;
 - pile-ups: stretches in which --threads or more threads were each inside a
   long call at once, the longest first, with every call that overlaps each
@@ -25,7 +27,8 @@ def kind(thread):
 
 
 def read(path):
-    calls, sums, dropped = [], [], 0
+    calls, sums, threads, dropped = [], [], collections.Counter(), 0
+    total = collections.Counter()
     with open(path) as f:
         for line in f:
             p = line.rstrip("\n").split("\t")
@@ -33,10 +36,13 @@ def read(path):
                 calls.append((int(p[4]), int(p[5]), p[1], int(p[2]), p[3]))
             elif p[0] == "sum":
                 sums.append((p[1], int(p[2]), float(p[3]), float(p[4])))
+            elif p[0] == "thread":
+                threads[(kind(p[1]), p[3])] += int(p[4])
+                total[(kind(p[1]), p[3])] += float(p[5])
             elif p[0] == "dropped":
                 dropped = int(p[1])
     calls.sort()
-    return calls, sums, dropped
+    return calls, sums, (threads, total), dropped
 
 
 def print_sums(sums, top):
@@ -44,6 +50,16 @@ def print_sums(sums, top):
     print("%-36s %10s %12s %9s %10s" % ("function", "calls", "total ms", "mean us", "max us"))
     for name, n, total_us, max_us in sorted(sums, key=lambda s: -s[2])[:top]:
         print("%-36s %10d %12.2f %9.2f %10.1f" % (name, n, total_us / 1e3, total_us / n, max_us))
+
+
+def print_threads(threads, top, requests):
+    counts, total = threads
+    print("\nevery call by thread kind and function")
+    print("%-16s %-36s %10s %12s %10s" % ("thread", "function", "calls", "total ms",
+                                         "a request" if requests else ""))
+    for (k, fn), n in counts.most_common(top):
+        print("%-16s %-36s %10d %12.2f %10s" % (k, fn, n, total[(k, fn)] / 1e3,
+                                               "%.2f" % (n / requests) if requests else ""))
 
 
 def print_long(calls, top):
@@ -122,10 +138,15 @@ def main():
     ap.add_argument("--threads", type=int, default=3)
     ap.add_argument("--top", type=int, default=12)
     a = ap.parse_args()
-    calls, sums, dropped = read(a.calls)
+    calls, sums, threads, dropped = read(a.calls)
     if dropped:
         print("%d long calls not kept (the buffer was full)" % dropped)
+    requests = 0
+    if a.serve:
+        with open(a.serve) as f:
+            requests = sum(lv["requests"] for lv in json.load(f)["levels"])
     print_sums(sums, a.top)
+    print_threads(threads, 2 * a.top, requests)
     print_long(calls, a.top)
     print_pileups(calls, a.threads, a.top)
     if a.serve:
