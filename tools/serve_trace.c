@@ -96,6 +96,7 @@ static void request(FILE *f, int *first, int pid, const fl_serve_level *l, uint6
   const fl_query_timing *c = &r->call;
   uint32_t tid = r->worker + 1;
   int64_t start = zero + r->start_ns, end = zero + r->end_ns;
+  const int64_t unseen = fl_serve_unseen_ns(r);
   event(f, first);
   fprintf(f, "{\"ph\": \"X\", \"pid\": %d, \"tid\": %u, \"name\": \"%u samples\", \"ts\": %.3f, "
           "\"dur\": %.3f, \"args\": {\"ticket\": %llu, \"nth\": %u, \"queue_us\": %.2f, "
@@ -109,7 +110,7 @@ static void request(FILE *f, int *first, int pid, const fl_serve_level *l, uint6
           c->setup_wait_ns / 1e3, c->setup_grow_ns / 1e3, (unsigned long long)r->sched.nivcsw,
           r->sched.run_delay_ns < 0 ? -1.0 : r->sched.run_delay_ns / 1e3,
           r->sched.run_delay_ns < 0 ? -1.0 : r->sched.run_ns / 1e3,
-          fl_serve_unseen_ns(r) < 0 ? -1.0 : fl_serve_unseen_ns(r) / 1e3,
+          unseen < 0 ? -1.0 : unseen / 1e3,
           (unsigned long long)r->wait.nivcsw,
           r->wait.run_delay_ns < 0 ? -1.0 : r->wait.run_delay_ns / 1e3);
   fl_serve_phase ph[FL_SERVE_PHASES];
