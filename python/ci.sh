@@ -6,9 +6,13 @@
 #    brings NumPy from PyPI): the whole suite.
 # 2. Debian's python3 with Debian's CPU build of torch and its NumPy
 #    (python3-torch, seen through --system-site-packages) and the same
-#    libfleche.so: the whole suite again, with torch imported, under
-#    --require-torch-cpu: the torch CPU cases (tests/test_torch_cpu.py)
-#    must run and pass (a skip fails; conftest.py lists them at the end).
+#    libfleche.so, the package built with FLECHE_TORCH=1 (fleche._torch_view
+#    against that torch: its headers are libtorch-dev's and pybind11-dev's;
+#    --no-build-isolation, so that the build sees torch): the whole suite
+#    again, with torch imported, under --require-torch-cpu: the torch CPU
+#    cases (tests/test_torch_cpu.py, and test_fast.py's with and without
+#    the reader) must run and pass (a skip fails; conftest.py lists them at
+#    the end).
 #
 # The GPU cases skip in both, with their reasons (-rs). Why Debian's torch:
 # PyPI's torch for x86_64 Linux is the CUDA build, whose wheel (539 MB) does
@@ -27,20 +31,24 @@ cd "$root"
 
 debian_python=/usr/bin/python3
 headers="$("$debian_python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
-if ! "$debian_python" -c "import ensurepip, torch" >/dev/null 2>&1 || [ ! -f "$headers/Python.h" ]; then
-  echo "python/ci.sh: installing python3-torch python3-venv python3-dev" >&2
+if ! "$debian_python" -c "import ensurepip, torch" >/dev/null 2>&1 || [ ! -f "$headers/Python.h" ] ||
+   [ ! -f /usr/include/torch/csrc/autograd/python_variable.h ] ||
+   [ ! -f /usr/include/pybind11/pybind11.h ]; then
+  echo "python/ci.sh: installing python3-torch python3-venv python3-dev libtorch-dev pybind11-dev" >&2
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    python3-torch python3-venv python3-dev >&2
+    python3-torch python3-venv python3-dev libtorch-dev pybind11-dev >&2
 fi
 
 python3 -m venv "$tmp/numpy"
 "$tmp/numpy/bin/pip" install -q --disable-pip-version-check ./python pytest
 lib="$("$tmp/numpy/bin/python" -c "import fleche; print(fleche.library_path())")"
 "$debian_python" -m venv --system-site-packages "$tmp/torch"
-FLECHE_LIBRARY="$lib" "$tmp/torch/bin/pip" install -q --disable-pip-version-check ./python pytest
+"$tmp/torch/bin/pip" install -q --disable-pip-version-check pytest
+FLECHE_TORCH=1 FLECHE_LIBRARY="$lib" "$tmp/torch/bin/pip" install -q --disable-pip-version-check \
+  --no-build-isolation ./python
 
 # Run outside python/ so `import fleche` finds the installed package, not the source.
 export FL_BACKEND=host

@@ -23,14 +23,16 @@ cp tools/gpu_run.sh gpu-bundle/run.sh
 cp "$bin/tools/libfl_driver_calls.so" tools/driver_calls.py gpu-bundle/
 cp -L /usr/local/cuda/lib64/libcupti.so.13 gpu-bundle/
 # The Python package (gpu-bundle/python.sh, which run.sh calls, compiles its
-# extension there): libfleche.so with CUDA and the system allocator, as pip
-# builds it; the package's sources, tests and bench_overhead.py; fleche.h.
+# extensions there): libfleche.so with CUDA and the system allocator, as pip
+# builds it; the package's sources, setup.py, tests and bench_overhead.py;
+# fleche.h where setup.py looks for it.
 ./bazelw build -c opt --define=fl_malloc=system //python:libfleche.so
 pybin="$(./bazelw info -c opt --define=fl_malloc=system bazel-bin 2>/dev/null)"
-mkdir -p gpu-bundle/python/include
-cp -r python/fleche python/tests python/bench gpu-bundle/python/
+mkdir -p gpu-bundle/python gpu-bundle/include
+cp -r python/fleche python/tests python/bench python/setup.py python/pyproject.toml \
+  python/README.md gpu-bundle/python/
 find gpu-bundle/python \( -name __pycache__ -o -name '*.so' \) -prune -exec rm -rf {} +
-cp include/fleche.h gpu-bundle/python/include/
+cp include/fleche.h gpu-bundle/include/
 cp "$pybin/python/libfleche.so" gpu-bundle/python/fleche/
 cp tools/gpu_python.sh gpu-bundle/python.sh
 chmod -R u+w gpu-bundle

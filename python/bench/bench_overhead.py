@@ -20,6 +20,7 @@ figure's min/median/max over the runs.
     python3 python/bench/bench_overhead.py --json OUT.json
     python3 python/bench/bench_overhead.py --backend host --array numpy   # no GPU
     python3 python/bench/bench_overhead.py --backend host --array torch --host-threads 1
+    python3 python/bench/bench_overhead.py --torch-reader off   # torch's accessors, for comparison
 
 Defaults: the CUDA backend with torch CUDA tensors when torch sees a GPU,
 else the host backend with NumPy arrays. Sizes are TABLESxIDS: 1x256 (the
@@ -239,6 +240,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="repeats of the whole measurement")
     ap.add_argument("--host-threads", type=int, default=None,
                     help="the cache's host_threads (host backend; default: the library's)")
+    ap.add_argument("--torch-reader", choices=["on", "off"], default="on",
+                    help="off: fleche._fast reads torch tensors through their accessors, as "
+                         "without fleche._torch_view (default: the package's choice)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
 
@@ -255,6 +259,12 @@ def main() -> None:
             except ImportError:
                 pass
     arr = Arrays(kind, "cuda:0" if backend == "cuda" else "cpu")
+    reader = "accessors"
+    if kind == "torch":
+        if args.torch_reader == "off":
+            fleche._fast.use_torch_reader(None)
+        elif fleche._buffers.torch_reader(arr.mod) is not None:
+            reader = "fleche._torch_view"
     sizes = parse_sizes(args.sizes)
     n_tables = max(t for t, _ in sizes)
     if n_tables > 26:
@@ -275,7 +285,8 @@ def main() -> None:
                 runs.append([bench_size(cache, arr, t, n, args.iters, args.warmup, args.rounds,
                                         seed=i) for i, (t, n) in enumerate(sizes)])
     summary = summarize(runs)
-    print(f"fleche {fleche.version()}: {backend} backend, {kind} arrays, {device}, "
+    print(f"fleche {fleche.version()}: {backend} backend, {kind} arrays"
+          f"{f' (read by {reader})' if kind == 'torch' else ''}, {device}, "
           f"python {platform.python_version()}; {args.runs} runs of {args.iters} timed calls "
           "per variant (call + stream synchronize); p50 us, min/median/max over the runs")
     print(f"{'size':>9} {'variant':>10} {'p50 min':>9} {'median':>9} {'max':>9} "
@@ -291,7 +302,8 @@ def main() -> None:
         versions = {"python": platform.python_version(), "numpy": np.__version__}
         if kind in ("torch", "cupy"):
             versions[kind] = arr.mod.__version__
-        doc = {"backend": backend, "array": kind, "device": device, "fleche": fleche.version(),
+        doc = {"backend": backend, "array": kind, "torch_reader": reader if kind == "torch" else None,
+               "device": device, "fleche": fleche.version(),
                "library": str(fleche.library_path()), "versions": versions,
                "iters": args.iters, "warmup": args.warmup, "rounds": args.rounds,
                "runs": args.runs, "host_threads": args.host_threads,

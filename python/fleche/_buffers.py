@@ -22,6 +22,7 @@ that for DLPack objects; torch_order() does the same for torch tensors.
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint64, c_void_p
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -147,6 +148,9 @@ def _torch_view(t: Any, what: str) -> View:
     else:
         raise Unsupported(f"{what}: torch tensors on {t.device.type} are not supported "
                           "(CPU and CUDA are)")
+    if t.layout is not sys.modules["torch"].strided:
+        raise InvalidArgument(f"{what}: {t.layout} tensors are not supported (dense, "
+                              "torch.strided ones are); use .to_dense()")
     if not t.is_contiguous():
         raise InvalidArgument(f"{what}: the tensor must be C-contiguous (strides "
                               f"{t.stride()}); use .contiguous()")
@@ -285,12 +289,24 @@ def _stream_getter(torch: Any) -> Callable[[int], int]:
     return raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
 
 
+def torch_reader(torch: Any) -> Any:
+    """fleche._torch_view's READER capsule when the package has that module
+    and it was compiled against the running torch's version, else None."""
+    try:
+        from . import _torch_view  # noqa: PLC0415 (optional, and only after torch)
+    except ImportError:
+        return None
+    release = re.match(r"\d+\.\d+\.\d+", torch.__version__)
+    return _torch_view.READER if release and release.group() == _torch_view.TORCH_VERSION else None
+
+
 def torch_facts(torch: Any) -> Tuple[Any, ...]:
     """What fleche._fast reads torch tensors with, once torch is imported:
     (torch.Tensor, torch.int64, torch.uint64 or None (older torch),
-    torch.float32, torch.float16, fn(device) -> torch's current stream)."""
+    torch.float32, torch.float16, fn(device) -> torch's current stream,
+    the reader of exact tensors or None (torch_reader))."""
     return (torch.Tensor, torch.int64, getattr(torch, "uint64", None), torch.float32,
-            torch.float16, _stream_getter(torch))
+            torch.float16, _stream_getter(torch), torch_reader(torch))
 
 
 def torch_order(handle: int, device: int) -> Optional[Any]:

@@ -69,18 +69,43 @@ def test_numpy(cache, spans, case):
     assert outcome(cache, spans, queries, out) == want
 
 
-def test_torch_cpu(cache, spans):
+@pytest.fixture(params=["accessors", "reader"])
+def torch_reads(request):
+    """torch, with _fast reading exact tensors through their accessors, or
+    through fleche._torch_view's reader (which python/ci.sh builds: under
+    --require-torch-cpu this case may not skip)."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
+    reader = None
+    if request.param == "reader":
+        reader = fleche._buffers.torch_reader(torch)
+        if reader is None:
+            pytest.skip("fleche._torch_view is not built for this torch (FLECHE_TORCH=1)")
+    previous = _fast.use_torch_reader(reader)
+    yield torch
+    _fast.use_torch_reader(previous)
+
+
+@pytest.mark.torch_cpu
+def test_torch_cpu(cache, spans, torch_reads):
+    torch = torch_reads
     ids = torch.arange(N, dtype=torch.int64)
     out = torch.empty((N, 16))
     cases = [
         ({"user": ids}, {"user": out}, "accepted"),
         ({"item": ids}, {"item": torch.empty(N * 32, dtype=torch.float16)}, "accepted"),
         ({"user": ids}, {"user": np.empty((N, 16), np.float32)}, "accepted"),  # mixed kinds
+        ({"user": ids[1:]}, {"user": out[1:]}, "accepted"),  # views at an offset
+        ({"user": ids}, {"user": torch.nn.Parameter(out)}, "accepted"),  # a subclass
+        ({"user": ids}, {"user": out.requires_grad_(False).clone().requires_grad_()}, "accepted"),
         ({"user": ids.to(torch.int32)}, {"user": out}, "refused"),
         ({"user": torch.arange(2 * N)[::2]}, {"user": out}, "refused"),
         ({"user": ids}, {"user": torch.empty((16, N)).t()}, "refused"),
+        ({"user": ids}, {"user": torch.empty((1, 16)).expand(N, 16)}, "refused"),
         ({"user": ids}, {"user": out.to(torch.float16)}, "refused"),
         ({"user": ids}, {"user": torch.empty((N, 15))}, "refused"),
+        ({"user": ids}, {"user": torch.empty((N, 4, 4))}, "refused"),
+        ({"user": torch.tensor(3)}, {"user": out[:1]}, "refused"),
+        ({"user": ids.to_sparse()}, {"user": out}, "refused"),
+        ({"user": ids}, {"user": torch.empty((N, 16), device="meta")}, "refused"),
     ]
     assert [outcome(cache, spans, q, o) for q, o, _ in cases] == [want for _, _, want in cases]
