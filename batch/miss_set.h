@@ -89,7 +89,7 @@ FL_HD uint64_t fl_miss_row(uint64_t r, uint32_t n, uint32_t n_miss, uint32_t n_p
 }
 
 /* Staging bytes of an arg's u unique rows of vec_bytes: args start 16-byte
- * aligned (fl_misses_layout, and the zero-copy kernel's copy of it). */
+ * aligned (fl_misses_layout, and the hit copy's copy of it). */
 FL_HD uint64_t fl_miss_stage_bytes(uint32_t u, uint32_t vec_bytes) {
   return fl_align_up((uint64_t)u * vec_bytes, 16);
 }
@@ -119,6 +119,8 @@ typedef struct fl_miss_out {
   uint32_t *uniq_slot;   /* per uid: its set slot */
   uint64_t *uniq_ids;    /* per uid: its id (pinned host memory: read by the gather) */
   uint64_t *uniq_refs;   /* per pointer uid: its store row (pinned host memory) */
+  uint32_t *claim;       /* per uid: its read in place (fusion/query_kernels.cu), 0 when not
+                            begun; the index kernel zeroes it as it hands out the uid */
   unsigned long long *counters; /* [0] missed positions, [1] smallest out-of-range position */
 } fl_miss_out;
 

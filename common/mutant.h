@@ -39,6 +39,7 @@
  * mutant 26 host: a query's slot is ended on an event asked before the slot was ended and taken again: slabs are reused under the new query (cache/reclaim.c)
  * mutant 27 cuda: fl_cache_reserve sizes no admission round's ring or reservoir: the pool's first evictions allocate (cache/cache.c)
  * mutant 28 cuda: a query's buffer counts as device memory once any allocation of the call has been asked about: unregistered buffers are read in place (fusion/device_view.c)
+ * mutant 29 cuda: every missed position's warp reads its row in place itself, without the claim: positions of one id get copies of different versions (fusion/query_kernels.cu)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

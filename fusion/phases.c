@@ -8,9 +8,12 @@
 #include "common/error.h"
 
 int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
-                   int clear_set, uint64_t zc_limit, int gated, fl_launch_to to, void **prof) {
+                   int clear_set, int gated, fl_launch_to to, void **prof) {
   cudaStream_t stream = (cudaStream_t)to.stream;
   const fl_batch_arg *A = v->d.args;
+  const fl_cuda_state *cs = b->f->cuda;
+  const fl_in_place ip = {v->d.zc, cs->zc_limit, cs->zc_seq, v->d.offsets, v->stage_base,
+                          v->staging};
   int e = (int)fl_launch_copy(to, v->d.args, v->h.args, s->l.header_end, cudaMemcpyHostToDevice);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[0], stream);
   if (!e)
@@ -18,16 +21,11 @@ int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_v
                         s->index_threads, b->n_keys, v->d.run, v->locs, v->m,
                         fl_run_publish(&s->l, v), clear_set, to);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[1], stream);
-  if (!e) e = fl_launch_copy_hits(A, v->d.scan_copy, b->n_args, s->copy_threads, v->locs, to);
+  if (!e)
+    e = fl_launch_copy_hits(A, v->d.scan_copy, b->n_args, s->copy_threads, v->locs, v->m, ip, to);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[2], stream);
-  if (!e && zc_limit)
-    e = fl_launch_zero_copy(A, b->n_args, v->m, v->d.zc, zc_limit, b->f->cuda->zc_seq,
-                            v->stage_base, v->staging, to);
-  if (!e && zc_limit)
-    e = fl_launch_scatter_in_place(A, v->d.offsets, b->n_args, v->m, v->d.zc, zc_limit,
-                                   v->stage_base, v->staging, to);
   if (!e && gated)
-    e = fl_launch_gated_scatter(A, v->d.offsets, b->n_args, v->m, v->d.zc, zc_limit,
+    e = fl_launch_gated_scatter(A, v->d.offsets, b->n_args, v->m, v->d.zc, cs->zc_limit,
                                 fl_run_gate(v), v->stage_base, v->staging, to);
   return e;
 }
@@ -77,13 +75,13 @@ static fl_status upload(upload_job *j, uint64_t from, uint64_t to) {
 }
 
 /* Uploads staging bytes [begin, end), around the rows read in place: the
- * zero-copy kernel wrote those in device memory before these uploads land. */
+ * hit copy wrote those in device memory before these uploads land. */
 static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
   upload_job *j = ctx;
   const fl_part_batch *b = j->b;
   uint64_t head = j->v->head;
-  /* The first stretch takes the staging offsets along, unless the
-   * zero-copy kernel wrote them (it reads rows in place). */
+  /* The first stretch takes the staging offsets along, unless the hit
+   * copy wrote them (it read rows in place). */
   uint64_t from = begin || j->in_place ? head + begin : 0, to = head + end;
   for (uint32_t a = 0; j->in_place && a < b->n_args && from < to; a++) {
     if (!j->in_place[b->args[a].table]) continue;
@@ -99,8 +97,8 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
   return from < to ? upload(j, from, to) : FL_OK;
 }
 
-fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launched, int want_refs,
-                          int upload, int *in_place_out, uint64_t *host_rows) {
+fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs, int upload,
+                          int *in_place_out, uint64_t *host_rows) {
   fl_cache *c = b->c;
   const fl_cuda_state *cs = b->f->cuda;
   const uint32_t *per_arg = v->h_per_arg;
@@ -109,18 +107,12 @@ fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launch
     rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
     if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
   }
-  /* The zero-copy kernel reads the qualifying misses in place when the
-   * batch has few enough (zero_copy.h); the host fetches the rest. */
+  /* The hit copy read the qualifying misses in place when the batch has
+   * few enough (zero_copy.h); the host fetches the rest. */
   const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
   *host_rows = fl_zc_host_rows(zc_rows, rows, cs->zc_limit);
   *in_place_out = in_place != NULL;
   if (in_place) {
-    int e = zc_launched ? 0
-                        : fl_launch_zero_copy(v->d.args, b->n_args, v->m, v->d.zc, cs->zc_limit,
-                                              cs->zc_seq, v->stage_base, v->staging,
-                                              fl_launch_on(b->stream));
-    if (e) return fl_fail(c, FL_ERR_CUDA, "the zero-copy reads failed: %s",
-                          cudaGetErrorString((cudaError_t)e));
     fl_cache_add(c, FL_STAT_UNIQUE_MISSES, zc_rows);
     fl_cache_add(c, FL_STAT_ZERO_COPY_ROWS, zc_rows);
   }

@@ -14,14 +14,13 @@
 
 /* The index phase's launches on `to` (a stream, or a prepared query's
  * graph): header upload, index kernel (which publishes the counters to the
- * pinned counters), then the hit copy. prof (optional, on a stream): timing
- * events around the kernels. zc_limit > 0 (a prepared query's graph): then
- * the zero-copy reads and the scatter of a batch read wholly in place, each
- * deciding on the device whether the batch is one. gated (a prepared
- * query's graph): last, the gated scatter of the host's rows (fl_gate).
- * Returns a cudaError_t. */
+ * pinned counters), then the hit copy, which also reads the misses of a
+ * batch that takes the device path in place (fl_launch_copy_hits). prof
+ * (optional, on a stream): timing events around the kernels. gated (a
+ * prepared query's graph): last, the gated scatter of the host's rows
+ * (fl_gate). Returns a cudaError_t. */
 int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
-                   int clear_set, uint64_t zc_limit, int gated, fl_launch_to to, void **prof);
+                   int clear_set, int gated, fl_launch_to to, void **prof);
 
 /* Waits until the device writes `want` to a word of pinned memory: spins
  * on it and, every check_ns, asks the stream whether its kernel failed or
@@ -30,14 +29,14 @@ fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, u
                              void *stream, const char *what);
 
 /* The host's share of a batch's misses once its counters are up: counts the
- * unique rows the GPU reads in place (launching their reads unless the
- * prepared query's graph holds them: zc_launched), lays out the pinned
- * staging and fetches the other rows from the store into it, each stretch
- * uploaded on the batch's stream as it fills when `upload` (else the rows
- * stay in the staging, for a gated scatter). *host_rows: the rows the host
- * fetched; *in_place: whether the GPU read rows in place. */
-fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int zc_launched, int want_refs,
-                          int upload, int *in_place, uint64_t *host_rows);
+ * unique rows the hit copy reads in place, lays out the pinned staging and
+ * fetches the other rows from the store into it, each stretch uploaded on
+ * the batch's stream as it fills when `upload` (else the rows stay in the
+ * staging, for a gated scatter). *host_rows: the rows the host fetched;
+ * *in_place: whether the GPU read rows in place (with no host rows: every
+ * missed position, so no scatter follows). */
+fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs, int upload,
+                          int *in_place, uint64_t *host_rows);
 
 /* Scatters the fetched rows (uploaded into the device's upload block) to
  * every missed position on the batch's stream: the answer is complete when

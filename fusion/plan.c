@@ -49,8 +49,6 @@ struct fl_plan {
   void *exec;             /* cudaGraphExec_t, NULL until built */
   void *exec_gated;       /* the same with the gate (fl_gate) for launches; NULL: none */
   int no_graph;           /* building it failed: direct launches */
-  int zc_graph;           /* the graph reads the misses of a qualifying batch in place and,
-                             when that is all of them, scatters them (zero_copy.h) */
   uint32_t ticket;        /* the last run's gate ticket */
   int async;              /* a launch (fl_prepared_launch): the gated graph, and the
                              answer is the answerer's */
@@ -174,10 +172,9 @@ fl_status fl_plan_begin(fl_plan *pl, fl_part_batch *b, const fl_run_setup **s,
   return FL_OK;
 }
 
-void *fl_plan_graph(const fl_plan *pl, int clear_set, int profiled, int *gated, int *zc) {
+void *fl_plan_graph(const fl_plan *pl, int clear_set, int profiled, int *gated) {
   void *exec = !clear_set && !profiled ? pl->exec : NULL;
   *gated = exec && pl->async && pl->exec_gated;
-  *zc = exec && pl->zc_graph;
   return *gated ? pl->exec_gated : exec;
 }
 
@@ -188,7 +185,7 @@ static void *build_graph(fl_part_batch *b, fl_plan *pl, int gated) {
   void *last = NULL;
   int ok = cudaGraphCreate(&g, 0) == cudaSuccess;
   fl_launch_to to = {NULL, g, &last, 1};
-  ok = ok && fl_phase_index(b, &pl->s, &pl->v, 0, b->f->cuda->zc_limit, gated, to, NULL) == 0;
+  ok = ok && fl_phase_index(b, &pl->s, &pl->v, 0, gated, to, NULL) == 0;
   ok = ok && !fl_fault_hit(FL_FAULT_PLAN_GRAPH) && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
   if (g) cudaGraphDestroy(g);
   (void)cudaGetLastError();
@@ -212,7 +209,6 @@ static void build_graphs(fl_part_batch *b, fl_plan *pl) {
     return;
   }
   pl->exec_gated = gated ? build_graph(b, pl, 1) : NULL;
-  pl->zc_graph = b->f->cuda->zc_limit != 0;
 }
 
 void fl_plan_end_run(fl_plan *pl, fl_part_batch *b, int ok, int posted) {
@@ -243,7 +239,7 @@ static fl_status answer_misses(gated_answer *a, fl_plan *pl, uint64_t n_miss, ui
   if (!n_miss) return FL_OK;
   int in_place = 0;
   uint64_t host_rows = 0;
-  fl_status st = fl_phase_misses(b, &pl->v, pl->zc_graph, a->want_refs, 0, &in_place, &host_rows);
+  fl_status st = fl_phase_misses(b, &pl->v, a->want_refs, 0, &in_place, &host_rows);
   uint64_t cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK &&
       !(*round = fl_phase_admit_job(b, &pl->v, pl->s.x, n_miss, &a->gen, a->want_refs, 0)))

@@ -16,9 +16,8 @@ fl_status fl_plan_begin(fl_plan *pl, fl_part_batch *b, const fl_run_setup **s,
                         const fl_run_views **v, uint32_t *ticket);
 /* The graph a run with this set state replays (NULL: direct launches):
  * none while the set must be cleared or the run is profiled. *gated: it is
- * the gated graph of a launch; *zc: the graph reads a qualifying batch's
- * misses in place. */
-void *fl_plan_graph(const fl_plan *pl, int clear_set, int profiled, int *gated, int *zc);
+ * the gated graph of a launch. */
+void *fl_plan_graph(const fl_plan *pl, int clear_set, int profiled, int *gated);
 /* A gated run, its graph launched: hands its host half to the answerer
  * (taking *gen), then ends the run's reads (reclamation ticket `ticket`). */
 void fl_plan_hand_over(fl_plan *pl, fl_part_batch *b, uint64_t **gen, int want_refs, uint64_t t0,

@@ -51,7 +51,7 @@ typedef struct run {
   int profiled;
   uint64_t set_slots;         /* the miss set's slots */
   int clear_set;              /* the set is not known empty: cleared whole */
-  int gated, zc_graph;        /* a launch's gated graph; a graph reading misses in place */
+  int gated;                  /* a launch's gated graph */
   int handed_over;            /* a launched run's host half went to the answerer */
   int uses_ended, more_uses;  /* end_uses ran; work on the scratch followed it */
   uint64_t n_miss;            /* missed positions */
@@ -99,15 +99,14 @@ static fl_status run_index(run *r) {
   x->clean_set = NULL;
   /* A prepared query's graph: its work orders after the previous run's on
    * any stream (fl_plan_begin). */
-  void *exec = r->pl ? fl_plan_graph(r->pl, r->clear_set, r->profiled, &r->gated, &r->zc_graph)
-                     : NULL;
+  void *exec = r->pl ? fl_plan_graph(r->pl, r->clear_set, r->profiled, &r->gated) : NULL;
   /* Generations before any row is read (the GPU may read rows in place). */
   if (!(r->gen = malloc(b->f->n_tables * sizeof *r->gen)))
     return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   fl_cache_generations(c, r->gen);
   fl_status st =
       exec ? FL_CUDA_CHECK(c, cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)b->stream))
-           : FL_CUDA_CHECK(c, fl_phase_index(b, r->s, r->v, r->clear_set, 0, 0,
+           : FL_CUDA_CHECK(c, fl_phase_index(b, r->s, r->v, r->clear_set, 0,
                                              fl_launch_on(b->stream), r->profiled ? r->prof : NULL));
   if (st != FL_OK) return st;
   /* The query's reads of the index and the slabs are all in the work just
@@ -159,9 +158,9 @@ static fl_status run_misses(run *r, uint64_t t1) {
   int in_place = 0;
   uint64_t host_rows = 0;
   r->more_uses = 1;
-  fl_status st = fl_phase_misses(b, r->v, r->zc_graph, r->want_refs, 1, &in_place, &host_rows);
+  fl_status st = fl_phase_misses(b, r->v, r->want_refs, 1, &in_place, &host_rows);
   uint64_t cpu2 = fl_thread_cpu_ns();
-  if (st == FL_OK && !(r->zc_graph && in_place && !host_rows))
+  if (st == FL_OK && !(in_place && !host_rows))
     st = fl_phase_scatter(b, r->v, r->n_miss);
   if (st == FL_OK && !(r->round = fl_phase_admit_job(b, r->v, r->s->x, r->n_miss, &r->gen,
                                                      r->want_refs, !r->pl)))

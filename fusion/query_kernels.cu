@@ -1,9 +1,11 @@
 // query_kernels.cu: the fused query kernels. One launch of fused_index covers
 // every table of a query (self-identification through the scan) and
 // deduplicates the misses (miss_set.h), one launch of copy_hits moves every
-// hit vector with several threads per vector, and scatter expands the unique
-// rows fetched from the store into every missed position. Slabs are read without
-// locks: batch-based reclamation keeps them unreused until the query ends.
+// hit vector with several threads per vector and reads the misses of a batch
+// that takes the device path in place (zero_copy.h), and scatter expands the
+// unique rows fetched from the store into every missed position. Slabs are
+// read without locks: batch-based reclamation keeps them unreused until the
+// query ends.
 #include "fusion/query_kernels.h"
 
 #include <cuda_runtime.h>
@@ -11,8 +13,6 @@
 namespace {
 
 constexpr int kThreads = 256;
-// Blocks of the zero-copy reads per arg (and of their calibration's).
-constexpr unsigned kZeroCopyBlocksPerArg = 8;
 
 // Loads the scan into shared memory; returns the block's copy.
 __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint32_t n) {
@@ -115,6 +115,7 @@ __global__ void fused_index(fl_index_view v, const fl_code *codes, const fl_batc
         uint64_t uid = fl_miss_uid(a.key_offset, a.n, kind, o + __popc(uniq & below));
         m.set.uid[slot] = (uint32_t)uid;
         m.uniq_slot[uid] = (uint32_t)slot;
+        m.claim[uid] = 0u;
         m.uniq_ids[uid] = id;
         if (kind) m.uniq_refs[uid] = dram;
         wrote_host = true;
@@ -138,25 +139,6 @@ __device__ void copy_unit(uint8_t *dst, const uint8_t *src, uint32_t width, uint
   if (width == 16) copy_units<uint4, kFresh>(dst, src, unit);
   else if (width == 4) copy_units<unsigned int, kFresh>(dst, src, unit);
   else copy_units<unsigned short, kFresh>(dst, src, unit);
-}
-
-__global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
-                          uint64_t threads, const uint64_t *locs) {
-  fl_await_prior();
-  extern __shared__ uint64_t scan_s[];
-  const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
-  for (uint64_t tid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; tid < threads;
-       tid += (uint64_t)gridDim.x * blockDim.x) {
-    uint32_t q = fl_batch_find(scan, n_args + 1, tid);
-    const fl_batch_arg &a = args[q];
-    uint64_t j = tid - scan[q];
-    uint64_t k = j / a.lanes;
-    if (k >= a.n) continue;
-    uint64_t loc = locs[a.key_offset + k];
-    if (loc == FL_LOC_NONE) continue;
-    // Slab rows are 16-byte aligned, so the width chosen for `out` fits them.
-    copy_unit(a.out + k * a.vec_bytes, (const uint8_t *)loc, a.width, (uint32_t)(j % a.lanes));
-  }
 }
 
 // One warp per missed position: copies its unique row from the staging,
@@ -229,7 +211,7 @@ __device__ void seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const
   }
 }
 
-// The batch's unique rows that qualify for zero-copy reads, and all its
+// The batch's unique rows that qualify for reads in place, and all its
 // unique rows (misses and pointers), to every thread of the block: the
 // host's decision (zero_copy.h), taken on the device.
 __device__ void zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint32_t *per_arg,
@@ -243,69 +225,135 @@ __device__ void zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint3
   *all = block_sum(t);
 }
 
-// Zero-copy reads (zero_copy.h) of a batch that takes the device path (the
-// kernel checks that it does: fl_zc_take over `limit`, as the host). Block
-// (a, y) serves arg a: it sums the staging bytes of the args before a (the
-// arg's staging offset, which blocks y == 0 write where the host's staging
-// offsets go), then its warps read the arg's unique misses straight from the
-// store's dense rows into the staging, rows y * warps + w,
-// y * warps + w + gridDim.y * warps, ...
-__global__ void zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                          const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
-                          uint64_t *stage_base, uint8_t *staging) {
-  fl_await_prior();
-  uint64_t qualify, all;
-  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
-  if (!fl_zc_take(qualify, limit)) return;
-  const uint32_t a = blockIdx.x;
-  uint64_t before = 0;
-  for (uint32_t i = threadIdx.x; i < a; i += blockDim.x)
-    before += fl_miss_stage_bytes(m.per_arg[FL_MISS_COUNTERS * i] + m.per_arg[FL_MISS_COUNTERS * i + 1],
-                                  args[i].vec_bytes);
-  before = block_sum(before);
-  if (blockIdx.y == 0 && threadIdx.x == 0) stage_base[a] = before;
-  const fl_batch_arg &g = args[a];
-  const uint8_t *src = zc[g.table].rows;
-  if (!src) return;
-  const unsigned lane = threadIdx.x & 31u, warps = blockDim.x / 32;
-  const uint32_t n_miss = m.per_arg[FL_MISS_COUNTERS * a];
-  const uint64_t base = fl_miss_set_base(g.key_offset, a);
-  for (uint32_t r = blockIdx.y * warps + threadIdx.x / 32; r < n_miss; r += gridDim.y * warps) {
-    uint64_t id = fl_miss_set_id(&m.set, base, g.n, m.uniq_slot[g.key_offset + r]);
-    seq_copy(staging + before + (uint64_t)r * g.vec_bytes, src + id * g.vec_bytes, g.vec_bytes,
-             seq + fl_seq_stripe(g.table, id), lane);
+// The staging offset of arg a (as fl_misses_layout and stage_base have
+// it), to every lane of the warp.
+__device__ uint64_t warp_stage_base(const fl_batch_arg *args, const uint32_t *per_arg, uint32_t a,
+                                    unsigned lane) {
+  uint64_t s = 0;
+  for (uint32_t i = lane; i < a; i += 32)
+    s += fl_miss_stage_bytes(per_arg[FL_MISS_COUNTERS * i] + per_arg[FL_MISS_COUNTERS * i + 1],
+                             args[i].vec_bytes);
+  for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
+// A batch whose unique rows all qualify: one warp per missed position. The
+// first warp to reach a unique row claims it (m.claim: 0 -> 1), reads it in
+// place into the staging and marks it there (2); the others wait for the
+// mark (its claimer is running: no wait can close a cycle). Each then
+// copies the staged row to its position, so that every position of an id
+// gets the one copy, as the host's scatter gives it.
+__device__ void place_positions(const fl_batch_arg *args, uint32_t n_args, const fl_miss_out &m,
+                                const fl_in_place &ip) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32), n = m.counters[0];
+  for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
+    const uint32_t pos = m.pos[r], uid = m.set.uid[m.slot[r]];
+    uint32_t a = 0;
+    uint64_t row = 0;
+    int pointer;
+    fl_miss_resolve(ip.key_offsets, args, n_args, m.per_arg, uid, &a, &row, &pointer);
+    const fl_batch_arg &g = args[a];
+    uint8_t *stage = ip.staging + warp_stage_base(args, m.per_arg, a, lane) + row * g.vec_bytes;
+    int mine = 0;
+    if (lane == 0) mine = atomicCAS(&m.claim[uid], 0u, 1u) == 0u || FL_MUTANT_ON(29);
+    if (__shfl_sync(0xffffffffu, mine, 0)) {
+      const uint64_t id = g.ids[pos - g.key_offset];
+      seq_copy(stage, ip.zc[g.table].rows + id * g.vec_bytes, g.vec_bytes,
+               ip.seq + fl_seq_stripe(g.table, id), lane);
+      __syncwarp();
+      if (lane == 0) {
+        __threadfence();  // the row before its mark
+        atomicExch(&m.claim[uid], 2u);
+      }
+    } else if (lane == 0) {
+      while (*(volatile uint32_t *)&m.claim[uid] != 2u) __nanosleep(32);
+      __threadfence();
+    }
+    __syncwarp();
+    uint8_t *dst = g.out + (uint64_t)(pos - g.key_offset) * g.vec_bytes;
+    const uint32_t width = fl_batch_width(g.vec_bytes, (uint64_t)dst | (uint64_t)stage);
+    // Fresh: another SM may have staged the row since this one last read there.
+    for (uint32_t u = lane; u < g.vec_bytes / width; u += 32) copy_unit<true>(dst, stage, width, u);
   }
 }
 
-// The calibration's reads in place (zc_calibrate.c): rows `ids` of one
-// table, split into gridDim.x equal stretches that stand for a batch's args,
-// read as the zero-copy kernel reads an arg's misses (its grid's shape, one
-// warp a row, under the seqlocks) into dst.
-__global__ void zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                         const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst) {
-  const unsigned lane = threadIdx.x & 31u, warps = blockDim.x / 32;
-  const uint32_t hi = (uint32_t)((uint64_t)n * (blockIdx.x + 1) / gridDim.x);
-  for (uint32_t r = (uint32_t)((uint64_t)n * blockIdx.x / gridDim.x) + blockIdx.y * warps +
-                    threadIdx.x / 32;
-       r < hi; r += gridDim.y * warps)
-    seq_copy(dst + (uint64_t)r * vec_bytes, rows + ids[r] * vec_bytes, vec_bytes,
-             seq + fl_seq_stripe(table, ids[r]), lane);
+// A batch with rows for the host too: the grid's warps read the unique
+// misses of the args read in place into the staging, row by row across all
+// such args, for the scatter that follows the host's rows (the host's, or
+// a graph's gated one) and for admission.
+__device__ void stage_rows(const fl_batch_arg *args, uint32_t n_args, const fl_miss_out &m,
+                           const fl_in_place &ip) {
+  const unsigned lane = threadIdx.x & 31u;
+  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32),
+                 warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+  uint64_t before = 0, base = 0;  // rows read in place before arg a; staging bytes before it
+  for (uint32_t a = 0; a < n_args; a++) {
+    const fl_batch_arg &g = args[a];
+    const uint32_t miss = m.per_arg[FL_MISS_COUNTERS * a], ptr = m.per_arg[FL_MISS_COUNTERS * a + 1];
+    const uint8_t *src = ip.zc[g.table].rows;
+    if (src) {
+      const uint64_t set_base = fl_miss_set_base(g.key_offset, a);
+      for (uint64_t r = (warp + warps - before % warps) % warps; r < miss; r += warps) {
+        const uint64_t id = fl_miss_set_id(&m.set, set_base, g.n, m.uniq_slot[g.key_offset + r]);
+        seq_copy(ip.staging + base + r * g.vec_bytes, src + id * g.vec_bytes, g.vec_bytes,
+                 ip.seq + fl_seq_stripe(g.table, id), lane);
+      }
+      before += miss;
+    }
+    base += fl_miss_stage_bytes(miss + ptr, g.vec_bytes);
+  }
 }
 
-// The scatter of a batch whose unique rows the zero-copy kernel read, every
-// one of them (in a prepared query's graph, after that kernel): a batch
-// with rows for the host to gather is left to the gated scatter (or, with
-// no gate in the graph, to the host's scatter).
-__global__ void scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
-                                 uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
-                                 uint64_t limit, const uint64_t *stage_base,
-                                 const uint8_t *staging) {
+// Moves every hit vector: thread tid is lane tid % lanes of key tid /
+// lanes of its arg (scan). Then, when the batch takes the device path
+// (decided from the counters, as the host decides it: fl_zc_take), reads
+// its qualifying misses in place: every missed position when all its
+// unique rows qualify (place_positions: nothing is left for a scatter),
+// else the qualifying rows into the staging (stage_rows), and the args'
+// staging offsets (block 0) either way.
+__global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
+                          uint64_t threads, const uint64_t *locs, fl_miss_out m, fl_in_place ip) {
   fl_await_prior();
+  extern __shared__ uint64_t scan_s[];
+  const uint64_t *scan = load_scan(scan_s, scan_g, n_args);
+  for (uint64_t tid = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; tid < threads;
+       tid += (uint64_t)gridDim.x * blockDim.x) {
+    uint32_t q = fl_batch_find(scan, n_args + 1, tid);
+    const fl_batch_arg &a = args[q];
+    uint64_t j = tid - scan[q];
+    uint64_t k = j / a.lanes;
+    if (k >= a.n) continue;
+    uint64_t loc = locs[a.key_offset + k];
+    if (loc == FL_LOC_NONE) continue;
+    // Slab rows are 16-byte aligned, so the width chosen for `out` fits them.
+    copy_unit(a.out + k * a.vec_bytes, (const uint8_t *)loc, a.width, (uint32_t)(j % a.lanes));
+  }
+  if (!ip.limit) return;
   uint64_t qualify, all;
-  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
-  if (!fl_zc_take(qualify, limit) || qualify != all) return;
-  scatter_rows(args, key_offsets, n_args, m,
-               [=](uint32_t a, int) { return staging + stage_base[a]; }, m.counters[0]);
+  zc_totals(args, n_args, m.per_arg, ip.zc, &qualify, &all);
+  if (!fl_zc_take(qualify, ip.limit)) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    uint64_t base = 0;
+    for (uint32_t a = 0; a < n_args; a++) {
+      ip.stage_base[a] = base;
+      base += fl_miss_stage_bytes(m.per_arg[FL_MISS_COUNTERS * a] + m.per_arg[FL_MISS_COUNTERS * a + 1],
+                                  args[a].vec_bytes);
+    }
+  }
+  if (qualify == all) place_positions(args, n_args, m, ip);
+  else stage_rows(args, n_args, m, ip);
+}
+
+// The calibration's reads in place (zc_calibrate.c): rows `ids` of one
+// table into dst, a warp a row under the seqlocks, as copy_hits reads a
+// batch's misses.
+__global__ void zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
+                         const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst) {
+  const uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+  if (r < n)
+    seq_copy(dst + r * vec_bytes, rows + ids[r] * vec_bytes, vec_bytes,
+             seq + fl_seq_stripe(table, ids[r]), threadIdx.x & 31u);
 }
 
 // The gate of a prepared query's graph (fl_gate), one warp: first hands the
@@ -411,10 +459,10 @@ extern "C" int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_b
 
 extern "C" int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan,
                                    uint32_t n_args, uint64_t threads, const uint64_t *locs,
-                                   fl_launch_to to) {
+                                   fl_miss_out m, fl_in_place ip, fl_launch_to to) {
   if (threads == 0) return 0;
   size_t smem = (n_args + 1) * sizeof(uint64_t);
-  void *params[] = {&args, &scan, &n_args, &threads, &locs};
+  void *params[] = {&args, &scan, &n_args, &threads, &locs, &m, &ip};
   return (int)fl_launch_kernel(to, (const void *)copy_hits, grid_for(threads), kThreads, smem,
                                params);
 }
@@ -426,16 +474,6 @@ extern "C" int fl_launch_scatter(const fl_batch_arg *args, const uint64_t *key_o
   void *params[] = {&args, &key_offsets, &n_args, &m, &stage_base, &staging, &n};
   return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)scatter,
                                grid_for(n * 32), kThreads, 0, params);
-}
-
-extern "C" int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
-                                          uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
-                                          uint64_t limit, const uint64_t *stage_base,
-                                          const uint8_t *staging, fl_launch_to to) {
-  if (n_args == 0) return 0;
-  // Few blocks: a batch read in place has at most `limit` unique rows.
-  void *params[] = {&args, &key_offsets, &n_args, &m, &zc, &limit, &stage_base, &staging};
-  return (int)fl_launch_kernel(to, (const void *)scatter_in_place, 132, kThreads, 0, params);
 }
 
 extern "C" int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
@@ -452,27 +490,18 @@ extern "C" int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t 
   return (int)fl_launch_kernel(to, (const void *)gated_scatter, 132, kThreads, 0, scatter);
 }
 
-extern "C" int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                                   const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
-                                   uint64_t *stage_base, uint8_t *staging, fl_launch_to to) {
-  if (n_args == 0) return 0;
-  // Blocks per arg: 64 warps, each reading one row at a time over PCIe
-  // (three dependent reads, about a microsecond each).
-  void *params[] = {&args, &n_args, &m, &zc, &limit, &seq, &stage_base, &staging};
-  return (int)fl_launch_kernel(to, (const void *)zero_copy, dim3(n_args, kZeroCopyBlocksPerArg),
-                               kThreads, 0, params);
-}
-
 extern "C" int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                                  const uint64_t *ids, uint32_t n, uint32_t n_args,
-                                  const uint32_t *seq, uint8_t *dst, void *stream) {
-  if (n == 0 || n_args == 0) return 0;
+                                  const uint64_t *ids, uint32_t n, const uint32_t *seq,
+                                  uint8_t *dst, void *stream) {
+  if (n == 0) return 0;
   void *params[] = {&rows, &table, &vec_bytes, &ids, &n, &seq, &dst};
   return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)zc_probe,
-                               dim3(n_args, kZeroCopyBlocksPerArg), kThreads, 0, params);
+                               grid_for(32ull * n), kThreads, 0, params);
 }
 
 extern "C" int fl_query_kernels_load(void) {
-  const void *kernels[] = {(const void *)fused_index, (const void *)copy_hits, (const void *)scatter, (const void *)zero_copy, (const void *)zc_probe, (const void *)scatter_in_place, (const void *)gate_wait, (const void *)gated_scatter};
+  const void *kernels[] = {(const void *)fused_index, (const void *)copy_hits,
+                           (const void *)scatter,     (const void *)zc_probe,
+                           (const void *)gate_wait,   (const void *)gated_scatter};
   return fl_load_kernels(kernels, (int)(sizeof kernels / sizeof *kernels));
 }

@@ -42,30 +42,25 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
                     const uint64_t *scan, uint32_t n_args, uint64_t threads, uint64_t n_keys,
                     const uint32_t *now, uint64_t *locs, fl_miss_out m, fl_publish pub,
                     int clear_set, fl_launch_to to);
-/* Zero-copy reads (zero_copy.h) of a batch that takes the device path, after
- * its index kernel (the kernel checks that it does: fl_zc_take over limit,
- * from the counters on the device): writes every arg's staging offset to
- * stage_base (as fl_misses_layout does) and reads the unique misses of the
- * tables zc makes readable straight from the store into staging +
- * stage_base[arg], under the row seqlocks (seq: the store's stripes,
- * device-mapped). */
-int fl_launch_zero_copy(const fl_batch_arg *args, uint32_t n_args, fl_miss_out m,
-                        const fl_zc_table *zc, uint64_t limit, const uint32_t *seq,
-                        uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
+/* What copy_hits needs to read a batch's misses in place (zero_copy.h):
+ * the tables readable in place (zc, per table), the most unique rows a
+ * batch read in place has (limit; 0: none is), the store's seqlock stripes
+ * (device-mapped), the args' first positions, and the device's upload
+ * block: its staging offsets and rows. */
+typedef struct fl_in_place {
+  const fl_zc_table *zc;
+  uint64_t limit;
+  const uint32_t *seq;
+  const uint64_t *key_offsets;
+  uint64_t *stage_base;
+  uint8_t *staging;
+} fl_in_place;
 /* The calibration's reads in place (zc_calibrate.c): rows ids[0..n) of one
  * table (rows: its dense rows as the device sees them, vec_bytes each) into
- * dst (device), by the zero-copy kernel's grid for a batch of n_args args,
- * the n rows split evenly between them. */
+ * dst (device), one warp a row, as copy_hits reads misses. */
 int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                       const uint64_t *ids, uint32_t n, uint32_t n_args, const uint32_t *seq,
-                       uint8_t *dst, void *stream);
-/* After fl_launch_zero_copy: the scatter of a batch whose unique rows were
- * all read in place, decided on the device (nothing when the host has rows
- * to gather: its own scatter follows them). */
-int fl_launch_scatter_in_place(const fl_batch_arg *args, const uint64_t *key_offsets,
-                               uint32_t n_args, fl_miss_out m, const fl_zc_table *zc,
-                               uint64_t limit, const uint64_t *stage_base,
-                               const uint8_t *staging, fl_launch_to to);
+                       const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst,
+                       void *stream);
 /* The gate of a prepared query's graph (query_cuda.c): while the graph
  * waits on the device, the host gathers the batch's rows that are its to
  * gather into pinned staging, then raises the gate: it writes this run's
@@ -92,7 +87,7 @@ typedef struct fl_gate {
   const uint64_t *host_stage_base; /* pinned, device-mapped: the host's staging offsets */
   const uint8_t *host_staging;     /* and rows */
 } fl_gate;
-/* After the zero-copy kernels: hands the host a run's out-of-range id
+/* After the hit copy: hands the host a run's out-of-range id
  * (fl_gate_bad), then, when the batch has rows for the host
  * (fl_zc_host_rows, decided on the device), waits for the gate, then copies
  * the host's staging offsets and the rows of the args not read in place
@@ -103,9 +98,18 @@ typedef struct fl_gate {
 int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t *key_offsets,
                             uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
                             fl_gate g, uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
-/* Decoupled hit copy: scan gives arg.lanes threads per key. */
+/* Decoupled hit copy: scan gives arg.lanes threads per key. Then, for a
+ * batch that takes the device path (decided on the device from m's counters
+ * as the host decides it: fl_zc_take over ip.limit), the misses of the
+ * tables ip.zc makes readable, read straight from the store under the row
+ * seqlocks: with every unique row read so, into every missed position (no
+ * scatter follows) and the staging; else into the staging, for the scatter
+ * that follows the host's rows. Either way it writes every arg's staging
+ * offset to ip.stage_base (as fl_misses_layout does), and the staged rows
+ * are the admission round's. */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
-                        uint64_t threads, const uint64_t *locs, fl_launch_to to);
+                        uint64_t threads, const uint64_t *locs, fl_miss_out m, fl_in_place ip,
+                        fl_launch_to to);
 /* Writes each of the n missed positions of m its unique row, staged per arg
  * at staging + stage_base[arg] (fl_miss_row order); key_offsets: the args'
  * first positions, ascending. */

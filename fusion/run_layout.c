@@ -38,6 +38,7 @@ void fl_run_layout_plan(const fl_part_batch *b, uint64_t host_ids, uint64_t out_
   l->set_count = fl_carve_add(&d, sets * 4, 256);
   l->set_uid = fl_carve_add(&d, sets * 4, 256);
   l->uniq_slot = fl_carve_add(&d, n * 4, 256);
+  l->claim = fl_carve_add(&d, n * 4, 256);
   l->choice = fl_carve_add(&d, n * 4, 256);
   l->gate = fl_carve_add(&d, 4, 256); /* the gate's verdict (fl_gate.open) */
   l->upload = fl_carve_add(&d, upload, 256);
@@ -85,6 +86,7 @@ void fl_run_views_of(const fl_run_layout *l, const fl_scratch *x, fl_run_views *
                        (uint32_t *)(D + l->uniq_slot),
                        (uint64_t *)(H + l->h_uniq_ids),
                        (uint64_t *)(H + l->h_uniq_refs),
+                       (uint32_t *)(D + l->claim),
                        v->d.counters};
   v->h_counters = (const unsigned long long *)(H + l->h_counters);
   v->h_per_arg = (const uint32_t *)(v->h_counters + 2);

@@ -22,8 +22,8 @@
 typedef struct fl_run_layout {
   uint64_t args, scan_index, scan_copy, offsets, codes, table_cls, zc, run, ids, header_end;
   /* device */
-  uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, choice, counters,
-      gate, upload, out, total;
+  uint64_t locs, miss_pos, miss_slot, set_ids, set_count, set_uid, uniq_slot, claim, choice,
+      counters, gate, upload, out, total;
   /* host (pinned) */
   uint64_t h_counters, h_flag, h_gate, h_uniq_ids, h_uniq_refs, h_upload, host_total;
   uint64_t counter_bytes; /* 16 + the per-arg counters */

@@ -1,25 +1,23 @@
 /* zc_calibrate.c: the zero-copy limit a cache picks by itself
  * (cfg.zero_copy_rows FL_ZERO_COPY_AUTO, zero_copy.h). At create, both miss
  * paths fetch the same random rows of the store's largest dense table:
- *   - in place: the zero-copy kernel's reads (fl_launch_zc_probe) of one
- *     arg's misses, launch to stream synchronized. One arg: a skewed
- *     model's misses gather in its few largest tables, and the kernel
- *     reads an arg's rows with that arg's warps only, so rows spread over
- *     every table (all their warps at once) would promise a parallelism
- *     that batches do not have (on the H100 such a probe gives limits of
- *     0 to 4,096 rows for one store, while a 336-row batch of 6 tables
- *     costs the same either way);
+ *   - in place: the reads (fl_launch_zc_probe, a warp a row) timed on the
+ *     device by events. In a query the hit-copy kernel makes those reads
+ *     after its copies, queued behind the index kernel: no launch, no host
+ *     between them, so the kernel's own time is what reading in place
+ *     adds. A warp a row: the hit copy has `lanes` threads a key (a row's
+ *     units of 16, 4 or 2 bytes), so a batch whose misses are a small share
+ *     of its keys (the case for reading in place) has a warp for each;
  *   - host: the store's gather into pinned staging, its upload, the stream
- *     synchronized,
+ *     synchronized (the scatter launched after them in a query is left
+ *     out, to the in-place path's cost),
  * at row counts from 64 to 4,096 (fewer for wide rows), each the median of
  * a few runs, alternating paths; the limit is the count where reading in
- * place stops paying by a margin (fl_zc_limit_of, FL_ZC_MARGIN). The
- * in-place reads are bound by
- * latency until every warp has a row, then by PCIe's request rate; the
- * host's by its gather and the upload: neither is one line, hence the
- * points. Both include the launch or copy and the synchronization that the
- * query pays on either path, so they compare like for like; the scatter
- * that follows is the same on both and left out.
+ * place stops paying by a margin (fl_zc_limit_of, FL_ZC_MARGIN), or where
+ * its reads stop being bound by a row's latency (fl_zc_latency_limit:
+ * beyond, they are bound by PCIe's request rate, which concurrent queries
+ * share), whichever comes first. The host's path is bound by its gather
+ * and the upload: neither is one line, hence the points.
  * A few ms, once per cache, on the device and store it serves. Failures
  * are fl_cache_create's (recorded for no handle, as its others are). */
 #include "fusion/zc_calibrate.h"
@@ -46,6 +44,7 @@ typedef struct probe {
   uint64_t *d_ids;                   /* device copy */
   uint8_t *d_dst, *h_stage;          /* device destination, pinned staging */
   cudaStream_t stream;
+  cudaEvent_t ev[2];                 /* around the reads in place */
 } probe;
 
 static int cmp_double(const void *a, const void *b) {
@@ -53,23 +52,31 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* ns of one fetch of n rows by one path (in_place or the host's). */
-static fl_status time_fetch(probe *p, uint32_t n, int in_place, double *ns) {
+/* ns of the device's reads of n rows in place (events around them). */
+static fl_status time_in_place(probe *p, uint32_t n, double *ns) {
   const fl_cuda_state *cs = p->f->cuda;
+  float ms = 0;
+  FL_CUDA_TRY(NULL, cudaEventRecord(p->ev[0], p->stream));
+  FL_CUDA_TRY(NULL, (cudaError_t)fl_launch_zc_probe(cs->zc_rows[p->table], p->table, p->vec_bytes,
+                                                 p->d_ids, n, cs->zc_seq, p->d_dst, p->stream));
+  FL_CUDA_TRY(NULL, cudaEventRecord(p->ev[1], p->stream));
+  FL_CUDA_TRY(NULL, cudaEventSynchronize(p->ev[1]));
+  FL_CUDA_TRY(NULL, cudaEventElapsedTime(&ms, p->ev[0], p->ev[1]));
+  *ns = 1e6 * (double)ms;
+  return FL_OK;
+}
+
+/* ns of the host's fetch of n rows: its gather, the upload, the stream
+ * synchronized. */
+static fl_status time_host(probe *p, uint32_t n, double *ns) {
   uint64_t t0 = fl_now_ns();
-  if (in_place) {
-    FL_CUDA_TRY(NULL, (cudaError_t)fl_launch_zc_probe(cs->zc_rows[p->table], p->table, p->vec_bytes,
-                                                   p->d_ids, n, 1, cs->zc_seq, p->d_dst,
-                                                   p->stream));
-  } else {
-    fl_table_query q = {p->table, p->ids, n, p->h_stage};
-    fl_status st = fl_store_gather(p->f->store, &q, 1, FL_MISSING_ZERO, NULL);
-    if (st != FL_OK)
-      return fl_fail(NULL, st, "calibrating zero-copy reads: the store's gather failed: %s",
-                     fl_store_last_error(p->f->store));
-    FL_CUDA_TRY(NULL, cudaMemcpyAsync(p->d_dst, p->h_stage, (size_t)n * p->vec_bytes,
-                                   cudaMemcpyHostToDevice, p->stream));
-  }
+  fl_table_query q = {p->table, p->ids, n, p->h_stage};
+  fl_status st = fl_store_gather(p->f->store, &q, 1, FL_MISSING_ZERO, NULL);
+  if (st != FL_OK)
+    return fl_fail(NULL, st, "calibrating zero-copy reads: the store's gather failed: %s",
+                   fl_store_last_error(p->f->store));
+  FL_CUDA_TRY(NULL, cudaMemcpyAsync(p->d_dst, p->h_stage, (size_t)n * p->vec_bytes,
+                                 cudaMemcpyHostToDevice, p->stream));
   FL_CUDA_TRY(NULL, cudaStreamSynchronize(p->stream));
   *ns = (double)(fl_now_ns() - t0);
   return FL_OK;
@@ -83,7 +90,7 @@ static fl_status measure(probe *p, int *n, double *rows, double *zc_ns, double *
     /* Run 0 warms both paths (the pool's threads, the TLB) and is dropped. */
     for (int r = 0; r <= RUNS; r++)
       for (int path = 0; path < 2; path++) {
-        fl_status st = time_fetch(p, k, path, &t[path][r]);
+        fl_status st = path ? time_in_place(p, k, &t[path][r]) : time_host(p, k, &t[path][r]);
         if (st != FL_OK) return st;
       }
     for (int path = 0; path < 2; path++) qsort(t[path] + 1, RUNS, sizeof(double), cmp_double);
@@ -106,6 +113,8 @@ static int largest_readable(const fl_cache_fixed *f, uint32_t *largest) {
 }
 
 static void probe_free(probe *p) {
+  for (int i = 0; i < 2; i++)
+    if (p->ev[i]) cudaEventDestroy(p->ev[i]);
   if (p->stream) cudaStreamDestroy(p->stream);
   cudaFree(p->d_ids);
   cudaFree(p->d_dst);
@@ -131,6 +140,7 @@ fl_status fl_zc_calibrate(fl_cache *c) {
     p.ids[i] = fl_hash2(0x2c0b, i) % d.corpus_size;
   size_t bytes = (size_t)p.rows * p.vec_bytes;
   if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+  for (int i = 0; i < 2 && st == FL_OK; i++) st = FL_CUDA_CHECK(NULL, cudaEventCreate(&p.ev[i]));
   if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMalloc((void **)&p.d_ids, p.rows * sizeof *p.ids));
   if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMalloc((void **)&p.d_dst, bytes));
   if (st == FL_OK) st = FL_CUDA_CHECK(NULL, cudaMallocHost((void **)&p.h_stage, bytes));
@@ -142,7 +152,9 @@ fl_status fl_zc_calibrate(fl_cache *c) {
   if (st == FL_OK) st = measure(&p, &n, rows, zc_ns, host_ns);
   probe_free(&p);
   if (st != FL_OK) return st;
-  cs->zc_limit = fl_zc_limit_of(rows, zc_ns, host_ns, n, FL_ZC_MARGIN);
+  uint64_t by_cost = fl_zc_limit_of(rows, zc_ns, host_ns, n, FL_ZC_MARGIN),
+           by_latency = fl_zc_latency_limit(rows, zc_ns, n, FL_ZC_LATENCY);
+  cs->zc_limit = by_cost < by_latency ? by_cost : by_latency;
   /* No batch would read in place: the store's pages need not stay locked. */
   if (!cs->zc_limit) fl_cuda_state_unmap(c);
   return FL_OK;

@@ -10,10 +10,13 @@
  * By default (FL_ZERO_COPY_AUTO) the cache picks `limit` itself: it times
  * both paths on its own store at create (zc_calibrate.c) and takes the
  * count where reading in place stops paying (fl_zc_limit_of).
- * The engine decides from the published counters and launches the
- * zero-copy kernel (query_kernels.cu) only then; the host still gathers
- * what does not qualify (hashed ids, unified-index pointers) into the same
- * staging, around the GPU's rows. */
+ * The hit-copy kernel (query_kernels.cu), queued behind the index kernel,
+ * decides on the device from the counters and reads the rows then, with no
+ * round trip through the host: into every missed position when every unique
+ * row qualifies (nothing is launched after it), else into the staging; the
+ * host decides the same from the published counters and gathers what does
+ * not qualify (hashed ids, unified-index pointers) into the same staging,
+ * around the GPU's rows, for the scatter. */
 #ifndef FL_FUSION_ZERO_COPY_H
 #define FL_FUSION_ZERO_COPY_H
 
@@ -69,6 +72,30 @@ FL_HD uint64_t fl_zc_limit_of(const double *rows, const double *zc_ns, const dou
   if (i + 1 == n) return (uint64_t)rows[i];
   double d0 = host_ns[i] - margin * zc_ns[i], d1 = host_ns[i + 1] - margin * zc_ns[i + 1];
   return (uint64_t)(rows[i] + (rows[i + 1] - rows[i]) * d0 / (d0 - d1));
+}
+
+/* How much a fetch in place may grow over its smallest measured one and
+ * still count as bound by a row's latency (fl_zc_latency_limit). */
+#define FL_ZC_LATENCY 1.5
+
+/* The most rows a fetch in place reads while bound by a row's latency over
+ * PCIe: the count where its time (zc_ns, at the ascending counts rows[0..n))
+ * reaches `factor` times the first point's, on a line between two points;
+ * the last point when it never does; 0 with no point. Past it a fetch is
+ * bound by PCIe's request rate, which every query of the device shares,
+ * while the host's gather of the same rows runs on CPU threads and one
+ * bulk upload: the calibration times a fetch alone, so the limit it
+ * measures by cost (fl_zc_limit_of) holds only up to here under load
+ * (serve_bench on the H200, 4 callers: a 4,096-row limit cost them a
+ * fifth of their throughput and raised their p50 by 30%). */
+FL_HD uint64_t fl_zc_latency_limit(const double *rows, const double *zc_ns, int n, double factor) {
+  if (n == 0) return 0;
+  const double cap = factor * zc_ns[0];
+  for (int i = 1; i < n; i++)
+    if (zc_ns[i] >= cap)
+      return (uint64_t)(rows[i - 1] +
+                        (rows[i] - rows[i - 1]) * (cap - zc_ns[i - 1]) / (zc_ns[i] - zc_ns[i - 1]));
+  return (uint64_t)rows[n - 1];
 }
 
 #endif

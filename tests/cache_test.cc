@@ -1587,6 +1587,72 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   }
 }
 
+// Every position of an id in one answer holds the same copy of its row
+// while a writer rewrites the rows, whole and of that id: the host's scatter
+// copies each gathered row to all its positions, and on CUDA, a batch whose
+// misses are all read in place (limit 1024; nothing is admitted, so every
+// query reads them all) has each row read once by the first warp to reach
+// one of its positions, the others waiting for that copy (m.claim,
+// fusion/query_kernels.cu). Positions of one id are spread over the batch,
+// so their warps run on different blocks.
+TEST_P(CacheTest, RepeatedIdsOfOneQueryGetOneCopyUnderWrites) {
+  for (uint64_t limit : {1024ull, 0ull}) {
+    SCOPED_TRACE("zero_copy_rows " + std::to_string(limit));
+    fl_config cfg = Config(4 << 20, 0.0);
+    cfg.zero_copy_rows = limit;
+    fl::Cache c = MakeCache(cfg);
+    ASSERT_NE(c, nullptr);
+    const size_t kIds = 16, kRepeat = 32, kDim = 64;
+    std::vector<uint64_t> ids(kIds), batch;
+    for (uint64_t i = 0; i < kIds; i++) ids[i] = i * 11 + 5;
+    for (size_t k = 0; k < kRepeat; k++) batch.insert(batch.end(), ids.begin(), ids.end());
+    auto write = [&](int v) {
+      std::vector<float> rows(kIds * kDim);
+      for (size_t r = 0; r < kIds; r++)
+        std::fill(rows.begin() + r * kDim, rows.begin() + (r + 1) * kDim, (float)(v * 64 + (int)r));
+      return fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data());
+    };
+    FL_ASSERT_OK_STORE(write(1), store_.get());
+    std::atomic<bool> stop{false};
+    std::atomic<int> version{1}, write_failures{0};
+    std::thread writer([&] {
+      for (int v = 2; !stop && v < 200000; v++) {
+        if (write(v) != FL_OK) write_failures++;
+        version.store(v);
+      }
+    });
+    std::vector<float> out(batch.size() * kDim);
+    int torn = 0, wrong_id = 0, differ = 0, overlapped = 0, queries = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const uint64_t in_place0 = Stats(c.get()).zero_copy_rows;
+    while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      const int before = version.load();
+      fl_table_query q = {2, batch.data(), batch.size(), out.data()};
+      FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
+      overlapped += version.load() != before;
+      queries++;
+      for (size_t p = 0; p < batch.size(); p++) {
+        const float v0 = out[p * kDim], first = out[(p % kIds) * kDim];
+        for (size_t j = 1; j < kDim; j++) torn += out[p * kDim + j] != v0;
+        wrong_id += v0 < 64 || (int)v0 % 64 != (int)(p % kIds);
+        differ += v0 != first;
+      }
+    }
+    const uint64_t in_place = Stats(c.get()).zero_copy_rows - in_place0;
+    stop = true;
+    writer.join();
+    EXPECT_EQ(write_failures.load(), 0);
+    EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries
+                              << " queries ran while a write completed";
+    EXPECT_EQ(torn, 0) << "elements of torn rows";
+    EXPECT_EQ(wrong_id, 0) << "rows of another id";
+    EXPECT_EQ(differ, 0) << "positions whose copy differs from their id's first position's";
+    const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+    EXPECT_EQ(in_place, cuda && limit ? (uint64_t)queries * kIds : 0u);
+  }
+}
+
 // Unified index: misses that do not enter the cache leave pointers into the
 // store; later lookups of those keys skip the store's lookup (dram_hits) and
 // still return the store's vectors; lowering the limit drops them.

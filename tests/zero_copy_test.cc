@@ -1,7 +1,8 @@
 // zero_copy_test.cc: the choice between reading a batch's dense misses in
-// place and the host's gather (fusion/zero_copy.h): the limit a cache
-// calibrates from the two paths' cost lines, and the take rule the engine
-// and the kernels apply with it.
+// place and the host's gather (fusion/zero_copy.h): the limits a cache
+// calibrates from the two paths' cost lines (by cost, and by the in-place
+// reads' latency), and the take rule the engine and the kernels apply with
+// it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -55,6 +56,29 @@ TEST(ZeroCopyLimit, InPlaceMustWinByTheMargin) {
   // Half the cost at 64 and 256 rows, even at 1,024: with the margin, d =
   // host - 1.25 zc is 7.5 and 15 us, then -10 us: 0 at 256 + 768 * 15 / 25.
   EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {20e3, 40e3, 40e3, 60e3}, 1.25), 256u + 768u * 15 / 25);
+}
+
+// The latency limit at 64, 256, 1024, 4096 rows (the first n of them), for
+// fetches up to twice the first point's time.
+uint64_t LatencyLimit(std::vector<double> zc) {
+  const double rows[] = {64, 256, 1024, 4096};
+  return fl_zc_latency_limit(rows, zc.data(), (int)zc.size(), 2.0);
+}
+
+TEST(ZeroCopyLatency, WhereAFetchStopsBeingBoundByARowsLatency) {
+  // 10 us up to 256 rows, 30 us at 1,024: twice the first point's (20 us)
+  // is reached halfway from 256 to 1,024 rows.
+  EXPECT_EQ(LatencyLimit({10e3, 10e3, 30e3, 110e3}), 256u + 768u / 2);
+  // Doubled by 256 rows already: 64 + 192 * (20 - 10) / (40 - 10).
+  EXPECT_EQ(LatencyLimit({10e3, 40e3, 60e3, 200e3}), 64u + 192u / 3);
+  // Exactly twice at a point: that point.
+  EXPECT_EQ(LatencyLimit({10e3, 12e3, 20e3, 80e3}), 1024u);
+}
+
+TEST(ZeroCopyLatency, NeverDoublingGivesTheLastPoint) {
+  EXPECT_EQ(LatencyLimit({10e3, 11e3, 12e3, 19e3}), 4096u);
+  EXPECT_EQ(LatencyLimit({10e3}), 64u);
+  EXPECT_EQ(LatencyLimit({}), 0u);
 }
 
 TEST(ZeroCopyTake, BatchesUpToTheLimitOnly) {

@@ -37,6 +37,7 @@ typedef struct fl_replay_opts {
   double admit;             /* admission probability, < 0 = library default */
   int admit_policy;         /* an fl_admit_policy, < 0 = library default */
   double max_load;          /* index load limit, 0 = library default */
+  uint64_t zero_copy_rows;  /* fl_config.zero_copy_rows (FL_ZERO_COPY_AUTO by default) */
   uint32_t key_bits;        /* flat key width, 0 = the library's choice */
   double low_watermark;     /* pool use fractions of eviction, 0 = library default */
   double high_watermark;

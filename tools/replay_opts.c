@@ -19,6 +19,7 @@ void fl_replay_opts_default(fl_replay_opts *o) {
   o->budget_pct = 5;
   o->admit = -1;
   o->admit_policy = -1;
+  o->zero_copy_rows = FL_ZERO_COPY_AUTO;
   o->layout = FL_LAYOUT_FLAT;
   o->backend = FL_BACKEND_AUTO;
   o->dram_budget_pct = 20;
@@ -43,7 +44,8 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
-      "--admit", "--admit-policy", "--max-load", "--key-bits", "--watermarks", "--layout", "--backend",
+      "--admit", "--admit-policy", "--max-load", "--key-bits", "--zero-copy-rows", "--watermarks",
+      "--layout", "--backend",
       "--threads", "--model", "--model-npy", "--model-hugectr", "--store", "--store-ns",
       "--dram-budget-pct", "--json", "--plot"};
   int known = 0;
@@ -102,6 +104,9 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   }
   if (!strcmp(a, "--max-load")) return fl_opt_double(a, v, 1e-9, &o->max_load);
   if (!strcmp(a, "--key-bits")) return fl_opt_u32(a, v, &o->key_bits); /* the library checks it */
+  if (!strcmp(a, "--zero-copy-rows"))
+    return strcmp(v, "auto") ? fl_opt_u64(a, v, &o->zero_copy_rows)
+                             : (o->zero_copy_rows = FL_ZERO_COPY_AUTO, 1);
   if (!strcmp(a, "--watermarks")) {
     char *end;
     o->low_watermark = strtod(v, &end);
@@ -178,6 +183,9 @@ void fl_replay_print_options(FILE *f) {
       "  --admit-policy A    coin|tinylfu (fl_config.admit_policy) [library default]\n"
       "  --max-load F        index load limit (fl_config.max_load) [library default]\n"
       "  --key-bits N        flat key width, 32 or 64 (fl_config.key_bits) [the cache picks]\n"
+      "  --zero-copy-rows N  CUDA: batches with at most N distinct dense misses read them\n"
+      "                      in place (fl_config.zero_copy_rows); auto: the cache\n"
+      "                      calibrates it [auto]\n"
       "  --watermarks L,H    pool use fractions where eviction stops and starts\n"
       "                      (fl_config.low_watermark, high_watermark) [library default]\n"
       "  --layout L          flat|per-table [flat]\n"

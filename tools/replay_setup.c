@@ -270,6 +270,7 @@ void fl_replay_cache_config(const fl_replay_opts *o, fl_config *cfg) {
   if (o->admit_policy >= 0) cfg->admit_policy = (fl_admit_policy)o->admit_policy;
   if (o->max_load > 0) cfg->max_load = o->max_load;
   if (o->key_bits) cfg->key_bits = o->key_bits;
+  cfg->zero_copy_rows = o->zero_copy_rows;
   if (o->low_watermark > 0) cfg->low_watermark = o->low_watermark;
   if (o->high_watermark > 0) cfg->high_watermark = o->high_watermark;
   cfg->host_threads = o->threads;

@@ -80,7 +80,7 @@ static void usage(FILE *f) {
         "  --tables, --scale, --exponent, --hashed, --seed, --dim, --fp16, --model,\n"
         "  --model-npy, --model-hugectr, --store, --store-ns, --dram-budget-pct,\n"
         "  --budget-pct [5], --budget-bytes, --unified, --admit, --admit-policy,\n"
-        "  --max-load, --watermarks, --layout, --backend,\n"
+        "  --max-load, --zero-copy-rows, --watermarks, --layout, --backend,\n"
         "  --quiet\n",
         f);
 }
