@@ -54,6 +54,48 @@ size_t RowBytes(const fl_table_desc &d) { return d.dim * ElemBytes(d); }
 // Hashed table ids: raw 64-bit values.
 uint64_t HashedId(uint64_t k) { return k * 0x9e3779b97f4a7c15ull + 12345; }
 
+// A writer that rewrites rows `ids` of the wide table (2, dim 64) on its own
+// thread, version after version: row r of version v holds v * 64 + r in
+// every element (exact in fp32), so a reader can tell a whole row of its id
+// from a torn one or another's. Version 1 is written before the thread
+// starts (first()); version() is the last one complete.
+class RowRewriter {
+ public:
+  static constexpr size_t kDim = 64;
+  RowRewriter(fl_store *s, std::vector<uint64_t> ids) : s_(s), ids_(std::move(ids)) {
+    first_ = Write(1);
+    thread_ = std::thread([this] {
+      for (int v = 2; !stop_ && v < 200000; v++) {
+        if (Write(v) != FL_OK) failures_++;
+        version_.store(v);
+      }
+    });
+  }
+  ~RowRewriter() { Stop(); }
+  fl_status first() const { return first_; }
+  int version() const { return version_.load(); }
+  // Stops the writer; the writes that failed.
+  int Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return failures_.load();
+  }
+
+ private:
+  fl_status Write(int v) {
+    std::vector<float> rows(ids_.size() * kDim);
+    for (size_t r = 0; r < ids_.size(); r++)
+      std::fill(rows.begin() + r * kDim, rows.begin() + (r + 1) * kDim, (float)(v * 64 + (int)r));
+    return fl_store_upsert(s_, 2, ids_.data(), ids_.size(), rows.data());
+  }
+  fl_store *s_;
+  std::vector<uint64_t> ids_;
+  fl_status first_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> version_{1}, failures_{0};
+  std::thread thread_;
+};
+
 class CacheTest : public testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
@@ -1524,34 +1566,21 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   cfg.zero_copy_rows = zero_copy_rows;
   fl::Cache c = MakeCache(cfg);
   ASSERT_NE(c, nullptr);
-  const size_t kRows = 64, kDim = 64;
+  const size_t kRows = 64, kDim = RowRewriter::kDim;
   std::vector<uint64_t> ids(kRows);
   for (uint64_t i = 0; i < kRows; i++) ids[i] = i * 7;
-  auto write = [&](int v) {
-    std::vector<float> rows(kRows * kDim);
-    for (size_t r = 0; r < kRows; r++)
-      std::fill(rows.begin() + r * kDim, rows.begin() + (r + 1) * kDim, (float)(v * 64 + (int)r));
-    return fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data());
-  };
-  FL_ASSERT_OK_STORE(write(1), store_.get());
-  std::atomic<bool> stop{false};
-  std::atomic<int> version{1}, write_failures{0};
-  std::thread writer([&] {
-    for (int v = 2; !stop && v < 200000; v++) {
-      if (write(v) != FL_OK) write_failures++;
-      version.store(v);
-    }
-  });
+  RowRewriter writer(store_.get(), ids);
+  FL_ASSERT_OK_STORE(writer.first(), store_.get());
   std::vector<float> out(kRows * kDim);
   int torn = 0, wrong_id = 0, stale = 0, overlapped = 0, queries = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
     std::fill(out.begin(), out.end(), -1.0f);
-    const int before = version.load();
+    const int before = writer.version();
     const size_t n = queries % 2 ? kRows : 16;
     fl_table_query q = {2, ids.data(), n, out.data()};
     FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
-    overlapped += version.load() != before;
+    overlapped += writer.version() != before;
     queries++;
     for (size_t r = 0; r < n; r++) {
       const float v0 = out[r * kDim];
@@ -1567,16 +1596,14 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   // CUDA: the invalidated rows were read in place under the writer (counted
   // before the query after it), and with the small limit gathered too.
   const fl_cache_stats during = Stats(c.get());
-  stop = true;
-  writer.join();
-  EXPECT_EQ(write_failures.load(), 0);
+  EXPECT_EQ(writer.Stop(), 0) << "failed writes";
   EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries
                             << " queries ran while a write completed";
   EXPECT_EQ(torn, 0) << "elements of torn rows";
   EXPECT_EQ(wrong_id, 0) << "rows of another id or of no version";
   EXPECT_EQ(stale, 0) << "rows older than the query";
   // After the last write, every answer is the last version.
-  const int last = version.load();
+  const int last = writer.version();
   fl_table_query q = {2, ids.data(), ids.size(), out.data()};
   FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
   for (size_t r = 0; r < kRows; r++)
@@ -1602,35 +1629,22 @@ TEST_P(CacheTest, RepeatedIdsOfOneQueryGetOneCopyUnderWrites) {
     cfg.zero_copy_rows = limit;
     fl::Cache c = MakeCache(cfg);
     ASSERT_NE(c, nullptr);
-    const size_t kIds = 16, kRepeat = 32, kDim = 64;
+    const size_t kIds = 16, kRepeat = 32, kDim = RowRewriter::kDim;
     std::vector<uint64_t> ids(kIds), batch;
     for (uint64_t i = 0; i < kIds; i++) ids[i] = i * 11 + 5;
     for (size_t k = 0; k < kRepeat; k++) batch.insert(batch.end(), ids.begin(), ids.end());
-    auto write = [&](int v) {
-      std::vector<float> rows(kIds * kDim);
-      for (size_t r = 0; r < kIds; r++)
-        std::fill(rows.begin() + r * kDim, rows.begin() + (r + 1) * kDim, (float)(v * 64 + (int)r));
-      return fl_store_upsert(store_.get(), 2, ids.data(), ids.size(), rows.data());
-    };
-    FL_ASSERT_OK_STORE(write(1), store_.get());
-    std::atomic<bool> stop{false};
-    std::atomic<int> version{1}, write_failures{0};
-    std::thread writer([&] {
-      for (int v = 2; !stop && v < 200000; v++) {
-        if (write(v) != FL_OK) write_failures++;
-        version.store(v);
-      }
-    });
+    RowRewriter writer(store_.get(), ids);
+    FL_ASSERT_OK_STORE(writer.first(), store_.get());
     std::vector<float> out(batch.size() * kDim);
     int torn = 0, wrong_id = 0, differ = 0, overlapped = 0, queries = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     const uint64_t in_place0 = Stats(c.get()).zero_copy_rows;
     while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
       std::fill(out.begin(), out.end(), -1.0f);
-      const int before = version.load();
+      const int before = writer.version();
       fl_table_query q = {2, batch.data(), batch.size(), out.data()};
       FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
-      overlapped += version.load() != before;
+      overlapped += writer.version() != before;
       queries++;
       for (size_t p = 0; p < batch.size(); p++) {
         const float v0 = out[p * kDim], first = out[(p % kIds) * kDim];
@@ -1640,9 +1654,7 @@ TEST_P(CacheTest, RepeatedIdsOfOneQueryGetOneCopyUnderWrites) {
       }
     }
     const uint64_t in_place = Stats(c.get()).zero_copy_rows - in_place0;
-    stop = true;
-    writer.join();
-    EXPECT_EQ(write_failures.load(), 0);
+    EXPECT_EQ(writer.Stop(), 0) << "failed writes";
     EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries
                               << " queries ran while a write completed";
     EXPECT_EQ(torn, 0) << "elements of torn rows";
