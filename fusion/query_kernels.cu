@@ -13,6 +13,11 @@
 namespace {
 
 constexpr int kThreads = 256;
+// Blocks of the hit copy that read a batch's misses in place (the first
+// ones): 2,112 warps, a row each at once, for a batch with at most
+// cfg.zero_copy_rows of them; the grid of a large batch has thousands of
+// blocks, and each that looked at the counters would add a few us.
+constexpr unsigned kInPlaceBlocks = 264;
 
 // Loads the scan into shared memory; returns the block's copy.
 __device__ const uint64_t *load_scan(uint64_t *smem, const uint64_t *scan, uint32_t n) {
@@ -244,9 +249,9 @@ __device__ uint64_t warp_stage_base(const fl_batch_arg *args, const uint32_t *pe
 // copies the staged row to its position, so that every position of an id
 // gets the one copy, as the host's scatter gives it.
 __device__ void place_positions(const fl_batch_arg *args, uint32_t n_args, const fl_miss_out &m,
-                                const fl_in_place &ip) {
+                                const fl_in_place &ip, unsigned blocks) {
   const unsigned lane = threadIdx.x & 31u;
-  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32), n = m.counters[0];
+  const uint64_t warps = (uint64_t)blocks * (blockDim.x / 32), n = m.counters[0];
   for (uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32; r < n; r += warps) {
     const uint32_t pos = m.pos[r], uid = m.set.uid[m.slot[r]];
     uint32_t a = 0;
@@ -283,9 +288,9 @@ __device__ void place_positions(const fl_batch_arg *args, uint32_t n_args, const
 // such args, for the scatter that follows the host's rows (the host's, or
 // a graph's gated one) and for admission.
 __device__ void stage_rows(const fl_batch_arg *args, uint32_t n_args, const fl_miss_out &m,
-                           const fl_in_place &ip) {
+                           const fl_in_place &ip, unsigned blocks) {
   const unsigned lane = threadIdx.x & 31u;
-  const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32),
+  const uint64_t warps = (uint64_t)blocks * (blockDim.x / 32),
                  warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
   uint64_t before = 0, base = 0;  // rows read in place before arg a; staging bytes before it
   for (uint32_t a = 0; a < n_args; a++) {
@@ -311,7 +316,8 @@ __device__ void stage_rows(const fl_batch_arg *args, uint32_t n_args, const fl_m
 // its qualifying misses in place: every missed position when all its
 // unique rows qualify (place_positions: nothing is left for a scatter),
 // else the qualifying rows into the staging (stage_rows), and the args'
-// staging offsets (block 0) either way.
+// staging offsets (block 0) either way: in its first kInPlaceBlocks
+// blocks only, the others done with their hits.
 __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
                           uint64_t threads, const uint64_t *locs, fl_miss_out m, fl_in_place ip) {
   fl_await_prior();
@@ -329,7 +335,8 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
     // Slab rows are 16-byte aligned, so the width chosen for `out` fits them.
     copy_unit(a.out + k * a.vec_bytes, (const uint8_t *)loc, a.width, (uint32_t)(j % a.lanes));
   }
-  if (!ip.limit) return;
+  const unsigned blocks = gridDim.x < kInPlaceBlocks ? gridDim.x : kInPlaceBlocks;
+  if (!ip.limit || blockIdx.x >= blocks || m.counters[0] == 0) return;
   uint64_t qualify, all;
   zc_totals(args, n_args, m.per_arg, ip.zc, &qualify, &all);
   if (!fl_zc_take(qualify, ip.limit)) return;
@@ -341,8 +348,8 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
                                   args[a].vec_bytes);
     }
   }
-  if (qualify == all) place_positions(args, n_args, m, ip);
-  else stage_rows(args, n_args, m, ip);
+  if (qualify == all) place_positions(args, n_args, m, ip, blocks);
+  else stage_rows(args, n_args, m, ip, blocks);
 }
 
 // The calibration's reads in place (zc_calibrate.c): rows `ids` of one

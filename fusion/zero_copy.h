@@ -44,13 +44,16 @@ FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
   return fl_zc_take(qualify, limit) ? all - qualify : all;
 }
 
-/* How much cheaper reading in place must time to count as paying: the
- * calibration times one stream alone, while in place a fetch holds PCIe
- * round trips and the GPU's warps beside other queries' work; and where
- * the two paths are within noise of each other, the choice must not flip
- * from one cache to the next (without a margin, two caches of one store on
- * the H100 calibrate 0 and 4,096 rows). */
-#define FL_ZC_MARGIN 1.25
+/* How much cheaper reading in place must time to count as paying. None:
+ * the calibration times the reads in place on the device alone, while the
+ * host's fetch in a query also pays the scatter's launch and the round trip
+ * through the host that reading in place skips, a few us that make up the
+ * margin; and under load the latency cap (fl_zc_latency_limit) holds the
+ * limit to where reading in place costs PCIe little. With a margin of
+ * 1.25 on the H200, the 64-row point (8 us in place against 11 gathered)
+ * sat within noise of it, and caches of one store calibrated 0 or 400-700
+ * rows. */
+#define FL_ZC_MARGIN 1.0
 
 /* The limit from both paths timed at the same row counts rows[0..n)
  * (ascending): zc_ns and host_ns, each fetch's ns. In place pays where

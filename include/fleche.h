@@ -323,8 +323,11 @@ typedef struct fl_config {
                                over PCIe) instead of the host's gather; more take the
                                host path. Default FL_ZERO_COPY_AUTO: fl_cache_create
                                times both paths on this store and device and takes
-                               the count up to which in place costs at most 1/1.25
-                               of the host's path (stats' zero_copy_limit tells it). When non-zero,
+                               the count up to which in place costs less than the
+                               host's path and its reads stay bound by their latency
+                               (at most 1.5 times the fewest rows' time; beyond, by
+                               PCIe's request rate, which concurrent queries share);
+                               stats' zero_copy_limit tells it. When non-zero,
                                fl_cache_create registers the store's dense tables for
                                device access (page-locks them) and goes on without
                                zero-copy reads when it cannot. 0: never (nothing

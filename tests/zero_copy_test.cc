@@ -50,8 +50,8 @@ TEST(ZeroCopyLimit, StillPayingAtTheLastPointStopsThere) {
 }
 
 TEST(ZeroCopyLimit, InPlaceMustWinByTheMargin) {
-  // 10% cheaper in place everywhere: no limit under the default margin.
-  EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {11e3, 22e3, 44e3, 110e3}, FL_ZC_MARGIN), 0u);
+  // 10% cheaper in place everywhere: no limit under a margin of 1.25.
+  EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {11e3, 22e3, 44e3, 110e3}, 1.25), 0u);
   EXPECT_EQ(Limit({10e3, 20e3, 40e3, 100e3}, {11e3, 22e3, 44e3, 110e3}), 4096u);
   // Half the cost at 64 and 256 rows, even at 1,024: with the margin, d =
   // host - 1.25 zc is 7.5 and 15 us, then -10 us: 0 at 256 + 768 * 15 / 25.
