@@ -9,8 +9,8 @@
  *     units of 16, 4 or 2 bytes), so a batch whose misses are a small share
  *     of its keys (the case for reading in place) has a warp for each;
  *   - host: the store's gather into pinned staging, its upload, the stream
- *     synchronized (the scatter launched after them in a query is left
- *     out, to the in-place path's cost),
+ *     synchronized (the scatter launched after them in a query is not
+ *     counted: the comparison leans to the host's path),
  * at row counts from 64 to 4,096 (fewer for wide rows), each the median of
  * a few runs, alternating paths; the limit is the count where reading in
  * place stops paying by a margin (fl_zc_limit_of, FL_ZC_MARGIN), or where

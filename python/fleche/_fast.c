@@ -39,8 +39,9 @@ static PyObject *fast_torch_name;   /* "torch", the sys.modules key */
 static PyObject *fast_tensor, *fast_int64, *fast_uint64, *fast_float32, *fast_float16;
 static PyObject *fast_torch_stream;
 /* fleche._torch_view's reader of exact torch.Tensor objects, NULL when the
- * package was built without it or for another torch: about 20 ns a tensor
- * against about 0.5 us for the seven accessor calls (fast_tensor_view). */
+ * package was built without it or for another torch: a query of 52
+ * tensors costs 2.5 us of C with it, 15.3 through the seven accessor calls
+ * a tensor (fast_tensor_view; torch 1.13, host backend, 26 x 1). */
 static fast_torch_reader fast_torch_read;
 static PyObject *fast_torch_reader_capsule; /* the capsule it came in, or None */
 
