@@ -497,6 +497,7 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->gpu_ns_index = (double)stat_of(m, FL_STAT_GPU_NS_INDEX);
   out->gpu_ns_hit_copy = (double)stat_of(m, FL_STAT_GPU_NS_HIT_COPY);
   out->zero_copy_rows = stat_of(m, FL_STAT_ZERO_COPY_ROWS);
+  out->zero_copy_stale = stat_of(m, FL_STAT_ZERO_COPY_STALE);
   out->zero_copy_limit = c->fixed.cuda ? c->fixed.cuda->zc_limit : 0;
   out->rounds_shed = stat_of(m, FL_STAT_ROUNDS_SHED);
   out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);

@@ -67,22 +67,48 @@ static const void *device_address(const void *p) {
   return d;
 }
 
-/* Maps the store's dense rows and seqlock stripes for zero-copy reads; the
- * cache reads nothing in place when that fails or no table is dense. */
+/* Whether the device reads registered host memory at its host address (a
+ * hashed row's reference is one): pointers into the store's slots are then
+ * read in place as they are. */
+static int host_pointers_readable(const fl_cache *c) {
+  int yes = 0;
+  if (cudaDeviceGetAttribute(&yes, cudaDevAttrCanUseHostPointerForRegisteredMem,
+                             c->fixed.cfg.device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    yes = 0;
+  }
+  return yes;
+}
+
+/* Maps the store's rows and seqlock stripes for zero-copy reads: its dense
+ * tables' rows, and its hashed tables' slots when the cache keeps
+ * unified-index pointers; the cache reads nothing in place when that fails
+ * or no table is readable so. */
 static fl_status zero_copy_setup(fl_cache *c) {
   fl_cuda_state *s = c->fixed.cuda;
-  const void *any = NULL;
-  for (uint32_t t = 0; t < c->fixed.n_tables && !any; t++) any = fl_store_dense_rows(c->fixed.store, t);
-  if (!c->fixed.cfg.zero_copy_rows || !any || fl_store_map_rows(c->fixed.store, map_region, unmap_region) != 0)
+  fl_store *store = c->fixed.store;
+  const int slots = c->fixed.cfg.unified_entries > 0 && host_pointers_readable(c);
+  int any = 0;
+  for (uint32_t t = 0; t < c->fixed.n_tables && !any; t++)
+    any = fl_store_dense_rows(store, t) || (slots && fl_store_slot_layout(store, t).vec_stride);
+  if (!c->fixed.cfg.zero_copy_rows || !any || fl_store_map_rows(store, map_region, unmap_region) != 0)
     return FL_OK;
-  s->zc_rows = calloc(c->fixed.n_tables ? c->fixed.n_tables : 1, sizeof *s->zc_rows);
-  if (!s->zc_rows) {
-    fl_store_unmap_rows(c->fixed.store);
+  uint32_t n = c->fixed.n_tables ? c->fixed.n_tables : 1;
+  s->zc_rows = calloc(n, sizeof *s->zc_rows);
+  s->zc_slots = calloc(n, sizeof *s->zc_slots);
+  if (!s->zc_rows || !s->zc_slots) {
+    free(s->zc_rows);
+    free(s->zc_slots);
+    s->zc_rows = NULL;
+    s->zc_slots = NULL;
+    fl_store_unmap_rows(store);
     return fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  for (uint32_t t = 0; t < c->fixed.n_tables; t++)
-    s->zc_rows[t] = device_address(fl_store_dense_rows(c->fixed.store, t));
-  s->zc_seq = device_address(fl_store_seq_stripes(c->fixed.store));
+  for (uint32_t t = 0; t < c->fixed.n_tables; t++) {
+    s->zc_rows[t] = device_address(fl_store_dense_rows(store, t));
+    if (slots) s->zc_slots[t] = fl_store_slot_layout(store, t);
+  }
+  s->zc_seq = device_address(fl_store_seq_stripes(store));
   uint64_t asked = c->fixed.cfg.zero_copy_rows;
   s->zc_limit = s->zc_seq && asked != FL_ZERO_COPY_AUTO ? asked : 0;
   return FL_OK;
@@ -92,7 +118,9 @@ void fl_cuda_state_unmap(fl_cache *c) {
   fl_cuda_state *s = c->fixed.cuda;
   if (s->zc_rows) fl_store_unmap_rows(c->fixed.store);
   free(s->zc_rows);
+  free(s->zc_slots);
   s->zc_rows = NULL;
+  s->zc_slots = NULL;
   s->zc_seq = NULL;
   s->zc_limit = 0;
 }

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "dram_store/seq_stripe.h"
 #include "include/fleche.h"
 
 #ifdef __cplusplus
@@ -72,10 +73,12 @@ typedef struct fl_cuda_state {
   /* Zero-copy reads (fusion/zero_copy.h): the most qualifying rows a batch
    * reads in place (0: none, the store not mapped; with FL_ZERO_COPY_AUTO,
    * 0 until fusion/zc_calibrate.c sets it at create), per table its dense rows
-   * as the device sees them (fl_zc_table layout: NULL when not readable),
-   * and the store's seqlock stripes, device-mapped. */
+   * as the device sees them (fl_zc_table layout: NULL when not readable) and
+   * its hashed slots' layout (vec_stride 0: not readable; slots are read at
+   * their host addresses), and the store's seqlock stripes, device-mapped. */
   uint64_t zc_limit;
   const void **zc_rows;
+  fl_slot_layout *zc_slots;
   const uint32_t *zc_seq;
 } fl_cuda_state;
 

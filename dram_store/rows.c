@@ -10,11 +10,10 @@ void fl_rows_init(fl_rows *p, size_t row_bytes) {
   memset(p, 0, sizeof *p);
   p->row_bytes = row_bytes;
   p->vec_stride = fl_align_up(row_bytes, 8);
-  /* At least 127, and vec_stride at least 8: both divisors are at least 2 as
-   * fl_div32_of asks (vectors are at most 16 KiB: dim 4096, store.c). */
+  /* At least 127: a divisor of at least 2 as fl_div32_of asks (vectors are
+   * at most 16 KiB: dim 4096, store.c). */
   p->per_chunk = FL_ROWS_CHUNK_BYTES / (p->vec_stride + sizeof(fl_row_head));
   p->by_chunk = fl_div32_of((uint32_t)p->per_chunk);
-  p->by_stride = fl_div32_of((uint32_t)p->vec_stride);
   atomic_init(&p->dir, NULL);
 }
 

@@ -24,6 +24,7 @@
 #include "common/fastdiv.h"
 #include "dram_store/grace.h"
 #include "dram_store/mem.h"
+#include "dram_store/seq_stripe.h"
 
 /* Written under the slot's seqlock together with the vector. A reader
  * holding a reference keeps a copy only when live and owner is its id: a
@@ -37,21 +38,23 @@ typedef struct fl_row_head {
                              (local tier of a cluster store only) */
 } fl_row_head;
 
-#define FL_ROW_LIVE 1u
+#define FL_ROW_LIVE FL_SLOT_HEAD_LIVE
 #define FL_ROW_USED 2u
 
-/* Bytes of a chunk, and its alignment. */
+/* Bytes of a chunk, and its alignment: the layout fl_slot_head reads. */
 #define FL_ROWS_CHUNK_BYTES FL_MEM_HUGE_BYTES
+_Static_assert(FL_ROWS_CHUNK_BYTES == FL_SLOT_CHUNK_BYTES, "chunks as fl_slot_head finds them");
+_Static_assert(sizeof(fl_row_head) == 16, "headers as fl_slot_head finds them");
 
 typedef struct fl_rows {
   size_t row_bytes;          /* bytes of one vector */
   size_t vec_stride;         /* bytes from one vector to the next: row_bytes rounded to 8 */
   uint64_t per_chunk;        /* slots in a chunk: its vectors, then as many headers */
   fl_div32 by_chunk;         /* divides by per_chunk */
-  fl_div32 by_stride;        /* divides by vec_stride */
   unsigned char **_Atomic dir; /* chunk pointers; swapped seq_cst when grown (see grace.h) */
   uint64_t dir_cap;          /* entries in dir */
   uint64_t chunks;           /* entries of dir holding an allocated chunk */
+  uint64_t mapped;           /* of which registered for device reads (zero_copy.c; writer-owned) */
   uint64_t next;             /* slots ever handed out: slots >= next are unused */
   uint32_t *free;            /* stack of released slot numbers (writer-owned) */
   uint64_t n_free;           /* entries on the free stack */
@@ -77,12 +80,12 @@ static inline unsigned char *fl_rows_vec(fl_rows *p, uint32_t r) {
 }
 
 /* The header of the slot whose vector is at vec: the chunk's start by its
- * alignment, the slot's number in the chunk by the vector's offset. Reads no
- * memory. */
+ * alignment, the slot's number in the chunk by the vector's offset
+ * (fl_slot_head, as the kernels that read slots in place find it). Reads
+ * no memory. */
 static inline fl_row_head *fl_rows_head_of(const fl_rows *p, const void *vec) {
-  uintptr_t a = (uintptr_t)vec, base = a & ~(uintptr_t)(FL_ROWS_CHUNK_BYTES - 1);
-  fl_row_head *heads = (fl_row_head *)(base + p->per_chunk * p->vec_stride);
-  return heads + fl_div32_q(p->by_stride, (uint32_t)(a - base));
+  const fl_slot_layout l = {p->per_chunk, (uint32_t)p->vec_stride};
+  return (fl_row_head *)(uintptr_t)fl_slot_head((uintptr_t)vec, l);
 }
 
 /* Slot r's header. */

@@ -87,12 +87,16 @@ fl_status fl_store_gather_watched(fl_store *s, const fl_table_query *queries, ui
                                   fl_missing policy, const fl_gather_watch *watch,
                                   uint64_t *const *refs_out, int for_device);
 
-/* Zero-copy reads: a GPU reads dense tables' rows in place, under the row
- * seqlocks (seq_stripe.h), once that memory is registered for device access.
- * map and unmap return 0 on success. */
+/* Zero-copy reads: a GPU reads dense tables' rows, and hashed tables' rows
+ * at their references (the cache's unified-index pointers), in place, under
+ * the row seqlocks (seq_stripe.h), once that memory is registered for device
+ * access. map and unmap return 0 on success. */
 typedef int (*fl_region_fn)(void *p, size_t bytes);
-/* Registers, through map, what zero-copy readers touch: the seqlock stripes
- * and every dense table's rows (blocks with their pages to themselves).
+/* Registers, through map, what zero-copy readers touch: the seqlock stripes,
+ * every dense table's rows (blocks with their pages to themselves) and every
+ * hashed table's slot chunks, those added later as they come (a write that
+ * cannot map its new chunk fails as out of memory), except in a cluster
+ * store's local tier.
  * Counted: the first call maps, later ones only count, and the last matching
  * fl_store_unmap_rows unmaps (through the first caller's unmap).
  * 0, or -1 when a map failed (what was mapped is unmapped, nothing counted).
@@ -104,6 +108,10 @@ const uint32_t *fl_store_seq_stripes(const fl_store *s);
 /* A dense table's rows (id i at + i * row bytes); NULL for hashed tables and
  * for every table of a cluster store's local tier. */
 const void *fl_store_dense_rows(const fl_store *s, uint32_t table);
+/* The slot layout of a table whose rows are read in place at their
+ * references while the store is mapped (a hashed table outside a cluster
+ * store's local tier); vec_stride 0 for the others. */
+fl_slot_layout fl_store_slot_layout(const fl_store *s, uint32_t table);
 
 #ifdef __cplusplus
 }

@@ -72,7 +72,14 @@ int fl_table_reserve(fl_table *t, uint64_t n) {
     fl_grace_wait(&env->grace);
     fl_hindex_free(&env->mem, ix);
   }
-  return fl_rows_reserve(&t->slots, &env->mem, &env->grace, n);
+  if (fl_rows_reserve(&t->slots, &env->mem, &env->grace, n) != 0) return -1;
+  /* A GPU reads the slots in place: a chunk is registered before any of its
+   * slots is handed out (write_lock held, as zero_copy.c maps them). */
+  int (*map)(void *, size_t) = t->cached ? NULL : atomic_load(&env->map_chunk);
+  unsigned char **dir = atomic_load(&t->slots.dir);
+  for (; map && t->slots.mapped < t->slots.chunks; t->slots.mapped++)
+    if (map(dir[t->slots.mapped], FL_ROWS_CHUNK_BYTES) != 0) return -1;
+  return 0;
 }
 
 /* A row's bytes, written under its stripe's seqlock (seqlock.h): the one

@@ -28,6 +28,9 @@ typedef struct fl_store_env {
   fl_seqlocks seq;   /* row seqlock stripes of all tables */
   fl_mem mem;        /* the store's jemalloc arena */
   fl_grace grace;    /* grace periods for swapped indexes and directories */
+  /* While a GPU reads hashed slots in place (zero_copy.c): registers a new
+   * chunk for device access before its slots are handed out; else NULL. */
+  int (*_Atomic map_chunk)(void *p, size_t bytes);
 } fl_store_env;
 _Static_assert(sizeof(fl_seqlocks) % FL_MEM_PAGE_BYTES == 0, "the stripes fill whole pages");
 
@@ -62,8 +65,10 @@ void fl_table_fini(fl_table *t);
 /* Index of the first id >= corpus_size of a dense table, or n (hashed: n). */
 size_t fl_table_first_out_of_range(const fl_table *t, const uint64_t *ids, size_t n);
 
-/* Writer (write_lock held): room for n new ids without allocating;
- * 0, or -1 when out of memory (nothing visible changed). */
+/* Writer (write_lock held): room for n new ids without allocating, in
+ * chunks a GPU can read while the store is mapped (zero_copy.c); 0, or -1
+ * when out of memory or a chunk could not be registered (nothing visible
+ * changed). */
 int fl_table_reserve(fl_table *t, uint64_t n);
 /* Writer: stores `vec` as id's row (id in range, room reserved); 1 when the
  * id is new. */
@@ -127,12 +132,10 @@ static inline void fl_table_prefetch_row(fl_table *t, uint64_t id) {
   if (fl_table_find(t, id, &f)) fl_table_prefetch_found(t, &f);
 }
 
-/* The seqlock stripe of the hashed slot whose header is h. Keyed by the
- * header's address, not the slot's number: a reader holding only a
- * reference to the row (fl_table_read_ref) has no slot number, and slots
- * never move, so the address names the slot. */
+/* The seqlock stripe of the hashed slot whose header is h (fl_slot_stripe:
+ * the query kernels that read slots in place take the same). */
 static inline _Atomic uint32_t *fl_table_slot_seq(fl_table *t, const fl_row_head *h) {
-  return fl_seq_of(&t->env->seq, t->id, (uintptr_t)h / sizeof *h);
+  return &t->env->seq.seq[fl_slot_stripe(t->id, (uintptr_t)h)];
 }
 
 /* The CLOCK bit of a cached table's slot (cached.c): set once, outside the

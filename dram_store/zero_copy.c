@@ -1,9 +1,12 @@
 /* zero_copy.c: the store's memory that a GPU reads in place (see
- * store_internal.h): the seqlock stripes and the dense tables' rows, mapped
- * for device access once however many caches ask. */
+ * store_internal.h): the seqlock stripes, the dense tables' rows and the
+ * hashed tables' slots, mapped for device access once however many caches
+ * ask. Slot chunks come and go with writes: each is mapped under its table's
+ * write_lock, here for the chunks there are and by fl_table_reserve for
+ * those it adds while the store is mapped (env->map_chunk). */
 #include "dram_store/store_impl.h"
 
-/* Region i of those zero-copy readers touch; 0 past the last. */
+/* Region i of the fixed ones zero-copy readers touch; 0 past the last. */
 static int region(const fl_store *s, uint32_t i, void **p, size_t *bytes) {
   if (i == 0) {
     *p = s->env->seq.seq;
@@ -21,6 +24,41 @@ static int region(const fl_store *s, uint32_t i, void **p, size_t *bytes) {
   return 0;
 }
 
+/* Whether GPUs may read table t's slots in place: hashed, and not a tier's
+ * cache (whose reads must set the CLOCK bit and fill what is absent). */
+static int slots_readable(const fl_table *t) { return !t->dense && !t->cached; }
+
+/* Unmaps the chunks of table t mapped so far. */
+static void unmap_slots(fl_store *s, fl_table *t) {
+  pthread_mutex_lock(&t->write_lock);
+  unsigned char **dir = atomic_load(&t->slots.dir);
+  for (uint64_t k = 0; k < t->slots.mapped; k++) s->unmap(dir[k], FL_ROWS_CHUNK_BYTES);
+  t->slots.mapped = 0;
+  pthread_mutex_unlock(&t->write_lock);
+}
+
+/* Maps the chunks of table t there are; new ones follow in fl_table_reserve. */
+static int map_slots(fl_table *t, fl_region_fn map) {
+  pthread_mutex_lock(&t->write_lock);
+  unsigned char **dir = atomic_load(&t->slots.dir);
+  int rc = 0;
+  for (; t->slots.mapped < t->slots.chunks && rc == 0; t->slots.mapped++)
+    if (map(dir[t->slots.mapped], FL_ROWS_CHUNK_BYTES) != 0) rc = -1;
+  if (rc) t->slots.mapped--;
+  pthread_mutex_unlock(&t->write_lock);
+  return rc;
+}
+
+/* Unmaps what the first i fixed regions and the tables' slots hold. */
+static void unmap_all(fl_store *s, uint32_t i) {
+  atomic_store(&s->env->map_chunk, NULL);
+  for (uint32_t t = 0; t < s->n_tables; t++)
+    if (slots_readable(&s->tables[t])) unmap_slots(s, &s->tables[t]);
+  void *p;
+  size_t bytes;
+  for (uint32_t k = 0; k < i; k++) region(s, k, &p, &bytes), s->unmap(p, bytes);
+}
+
 int fl_store_map_rows(fl_store *s, fl_region_fn map, fl_region_fn unmap) {
   pthread_mutex_lock(&s->map_lock);
   int rc = 0;
@@ -28,14 +66,15 @@ int fl_store_map_rows(fl_store *s, fl_region_fn map, fl_region_fn unmap) {
     void *p;
     size_t bytes;
     uint32_t i = 0;
+    s->unmap = unmap;
     for (; region(s, i, &p, &bytes); i++)
       if (map(p, bytes) != 0) break;
-    if (region(s, i, &p, &bytes)) {
-      while (i-- > 0) region(s, i, &p, &bytes), unmap(p, bytes);
-      rc = -1;
-    } else {
-      s->unmap = unmap;
-    }
+    rc = region(s, i, &p, &bytes) ? -1 : 0;
+    /* New chunks are mapped from here on; those there are, next. */
+    if (rc == 0) atomic_store(&s->env->map_chunk, map);
+    for (uint32_t t = 0; t < s->n_tables && rc == 0; t++)
+      if (slots_readable(&s->tables[t])) rc = map_slots(&s->tables[t], map);
+    if (rc) unmap_all(s, i);
   }
   if (rc == 0) s->maps++;
   pthread_mutex_unlock(&s->map_lock);
@@ -45,9 +84,11 @@ int fl_store_map_rows(fl_store *s, fl_region_fn map, fl_region_fn unmap) {
 void fl_store_unmap_rows(fl_store *s) {
   pthread_mutex_lock(&s->map_lock);
   if (s->maps > 0 && --s->maps == 0) {
+    uint32_t n = 0;
     void *p;
     size_t bytes;
-    for (uint32_t i = 0; region(s, i, &p, &bytes); i++) s->unmap(p, bytes);
+    while (region(s, n, &p, &bytes)) n++;
+    unmap_all(s, n);
   }
   pthread_mutex_unlock(&s->map_lock);
 }
@@ -58,4 +99,11 @@ const uint32_t *fl_store_seq_stripes(const fl_store *s) {
 
 const void *fl_store_dense_rows(const fl_store *s, uint32_t table) {
   return table < s->n_tables ? s->tables[table].dense : NULL;
+}
+
+fl_slot_layout fl_store_slot_layout(const fl_store *s, uint32_t table) {
+  fl_slot_layout l = {0, 0};
+  if (table < s->n_tables && slots_readable(&s->tables[table]))
+    l = (fl_slot_layout){s->tables[table].slots.per_chunk, (uint32_t)s->tables[table].slots.vec_stride};
+  return l;
 }

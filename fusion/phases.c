@@ -6,13 +6,15 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "dram_store/store_internal.h"
 
 int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
                    int clear_set, int gated, fl_launch_to to, void **prof) {
   cudaStream_t stream = (cudaStream_t)to.stream;
   const fl_batch_arg *A = v->d.args;
   const fl_cuda_state *cs = b->f->cuda;
-  const fl_in_place ip = {v->d.zc, cs->zc_limit, cs->zc_seq, v->d.offsets, v->stage_base,
+  const fl_in_place ip = {v->d.zc,      cs->zc_limit,  fl_phase_pointers_in_place(b),
+                          cs->zc_seq,    v->d.offsets,  v->stage_base,
                           v->staging};
   int e = (int)fl_launch_copy(to, v->d.args, v->h.args, s->l.header_end, cudaMemcpyHostToDevice);
   if (!e && prof) e = (int)cudaEventRecord((cudaEvent_t)prof[0], stream);
@@ -32,9 +34,14 @@ int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_v
 
 fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, uint64_t check_ns,
                              void *stream, const char *what) {
+  return fl_phase_wait_bits(c, word, ~0u, want, check_ns, stream, what);
+}
+
+fl_status fl_phase_wait_bits(fl_cache *c, const uint32_t *word, uint32_t mask, uint32_t want,
+                             uint64_t check_ns, void *stream, const char *what) {
   uint64_t next_check = fl_now_ns() + check_ns;
   for (uint32_t i = 1;; i++) {
-    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
+    if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) == want) return FL_OK;
     if (i % 64) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -46,7 +53,7 @@ fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, u
     next_check = now + check_ns;
     cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
     if (e == cudaErrorNotReady) continue;
-    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == want) return FL_OK;
+    if ((__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask) == want) return FL_OK;
     (void)cudaGetLastError();
     return fl_fail(c, FL_ERR_CUDA, "%s: %s", what,
                    e == cudaSuccess ? "the kernel ended without writing it" : cudaGetErrorString(e));
@@ -97,24 +104,82 @@ static fl_status upload_stretch(void *ctx, uint64_t begin, uint64_t end) {
   return from < to ? upload(j, from, to) : FL_OK;
 }
 
+int fl_phase_pointers_in_place(const fl_part_batch *b) { return b->plan == NULL; }
+
+/* A batch read wholly in place: waits for the hit copy's reads of its
+ * hashed pointer rows (each rewrites its reference: query_kernels.h), then
+ * fetches by id, into their staging rows, the rows whose slot no longer
+ * held the id (the store removed or moved it since the index kernel found
+ * the pointer; the cache's entry goes with the store's change), and
+ * uploads each; *host_rows: how many, for the scatter. */
+static fl_status settle_slot_reads(fl_part_batch *b, const fl_run_views *v, upload_job *up,
+                                   uint64_t *host_rows) {
+  fl_cache *c = b->c;
+  const uint32_t *per_arg = v->h_per_arg;
+  uint64_t *refs = v->m.uniq_refs, stale = 0;
+  fl_status st = FL_OK;
+  for (uint32_t a = 0; a < b->n_args && st == FL_OK; a++) {
+    const fl_batch_arg *g = &b->args[a];
+    const uint32_t ptr = per_arg[FL_MISS_COUNTERS * a + 1];
+    if (v->h.zc[g->table].rows || !ptr) continue;
+    for (uint64_t uid = g->key_offset + g->n - ptr; uid < g->key_offset + g->n && st == FL_OK; uid++) {
+      /* The low bit is in the first word (little-endian). */
+      st = fl_phase_wait_bits(c, (const uint32_t *)&refs[uid], 1u, 0u, 20000, b->stream,
+                              "the hit copy's reads of hashed rows in place");
+      stale += st == FL_OK && __atomic_load_n(&refs[uid], __ATOMIC_ACQUIRE) == 0;
+    }
+  }
+  if (st != FL_OK || !stale) return st;
+  fl_table_query *q = malloc(stale * sizeof *q);
+  uint64_t *at = malloc(stale * sizeof *at);
+  if (!q || !at) {
+    free(q);
+    free(at);
+    return fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  uint64_t n = 0;
+  for (uint32_t a = 0; a < b->n_args; a++) {
+    const fl_batch_arg *g = &b->args[a];
+    const uint32_t miss = per_arg[FL_MISS_COUNTERS * a], ptr = per_arg[FL_MISS_COUNTERS * a + 1];
+    if (v->h.zc[g->table].rows) continue;
+    for (uint64_t uid = g->key_offset + g->n - ptr; uid < g->key_offset + g->n; uid++) {
+      if (refs[uid]) continue;
+      at[n] = v->h_stage_base[a] + fl_miss_row(uid - g->key_offset, g->n, miss, ptr) * g->vec_bytes;
+      q[n] = (fl_table_query){g->table, &v->m.uniq_ids[uid], 1, v->h_staging + at[n]};
+      n++;
+    }
+  }
+  st = fl_store_gather_watched(b->f->store, q, (uint32_t)n, b->f->cfg.missing, NULL, NULL, 1);
+  if (st != FL_OK) fl_fail(c, st, "%s", fl_store_last_error(b->f->store));
+  for (uint64_t i = 0; i < n && st == FL_OK; i++)
+    st = upload(up, v->head + at[i], v->head + at[i] + b->f->tables[q[i].table].vec_bytes);
+  free(q);
+  free(at);
+  fl_cache_add(c, FL_STAT_ZERO_COPY_STALE, stale);
+  *host_rows = stale;
+  return st;
+}
+
 fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs, int upload,
                           int *in_place_out, uint64_t *host_rows) {
   fl_cache *c = b->c;
   const fl_cuda_state *cs = b->f->cuda;
   const uint32_t *per_arg = v->h_per_arg;
-  uint64_t cpu0 = fl_thread_cpu_ns(), rows = 0, zc_rows = 0;
-  for (uint32_t a = 0; a < b->n_args; a++) {
-    rows += per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1];
-    if (cs->zc_limit) zc_rows += fl_zc_arg_rows(per_arg, a, cs->zc_rows[b->args[a].table] != NULL);
-  }
-  /* The hit copy read the qualifying misses in place when the batch has
-   * few enough (zero_copy.h); the host fetches the rest. */
-  const void *const *in_place = fl_zc_take(zc_rows, cs->zc_limit) ? cs->zc_rows : NULL;
-  *host_rows = fl_zc_host_rows(zc_rows, rows, cs->zc_limit);
+  uint64_t cpu0 = fl_thread_cpu_ns();
+  fl_zc_count k = {0, 0, 0};
+  const int pointers = fl_phase_pointers_in_place(b);
+  for (uint32_t a = 0; a < b->n_args; a++)
+    fl_zc_count_arg(&k, per_arg, a, &v->h.zc[b->args[a].table], pointers);
+  /* The hit copy read the qualifying rows in place when the batch has few
+   * enough (zero_copy.h); the host fetches the rest. */
+  const int mode = fl_zc_mode(k, cs->zc_limit);
+  const void *const *in_place = mode != FL_ZC_NONE ? cs->zc_rows : NULL;
+  const uint64_t read = mode == FL_ZC_ALL ? k.misses + k.pointers : mode ? k.misses : 0;
+  *host_rows = fl_zc_host_rows(k, cs->zc_limit);
   *in_place_out = in_place != NULL;
-  if (in_place) {
-    fl_cache_add(c, FL_STAT_UNIQUE_MISSES, zc_rows);
-    fl_cache_add(c, FL_STAT_ZERO_COPY_ROWS, zc_rows);
+  if (read) {
+    fl_cache_add(c, FL_STAT_UNIQUE_MISSES, read);
+    fl_cache_add(c, FL_STAT_ZERO_COPY_ROWS, read);
   }
   fl_misses_layout(b, per_arg, v->h_stage_base);
   upload_job up = {b, v, in_place};
@@ -124,6 +189,7 @@ fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs
   if (st == FL_OK && *host_rows)
     st = fl_misses_fetch(b, per_arg, v->m.uniq_ids, v->m.uniq_refs, want_refs, v->h_staging,
                          v->h_stage_base, in_place, upload ? upload_stretch : NULL, &up, 1);
+  if (st == FL_OK && mode == FL_ZC_ALL && k.pointers) st = settle_slot_reads(b, v, &up, host_rows);
   return st;
 }
 

@@ -27,14 +27,25 @@ int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_v
  * ended without writing it (`what` names the kernel and the word). */
 fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, uint64_t check_ns,
                              void *stream, const char *what);
+/* fl_phase_wait_word for the bits of `mask` only. */
+fl_status fl_phase_wait_bits(fl_cache *c, const uint32_t *word, uint32_t mask, uint32_t want,
+                             uint64_t check_ns, void *stream, const char *what);
+
+/* Whether a run reads unified-index pointer rows in place (zero_copy.h):
+ * one-shot runs. A prepared query's graph does not: its gate kernels
+ * decide without them, and a hashed slot that no longer holds its id
+ * would need the host after the graph. */
+int fl_phase_pointers_in_place(const fl_part_batch *b);
 
 /* The host's share of a batch's misses once its counters are up: counts the
  * unique rows the hit copy reads in place, lays out the pinned staging and
  * fetches the other rows from the store into it, each stretch uploaded on
  * the batch's stream as it fills when `upload` (else the rows stay in the
- * staging, for a gated scatter). *host_rows: the rows the host fetched;
- * *in_place: whether the GPU read rows in place (with no host rows: every
- * missed position, so no scatter follows). */
+ * staging, for a gated scatter); with hashed pointer rows read in place,
+ * waits for those reads and fetches the rows whose slot had changed.
+ * *host_rows: the rows the host fetched; *in_place: whether the GPU read
+ * rows in place (with no host rows: every missed position, so no scatter
+ * follows). */
 fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs, int upload,
                           int *in_place, uint64_t *host_rows);
 

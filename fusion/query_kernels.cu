@@ -195,15 +195,21 @@ __device__ uint64_t block_sum(uint64_t v) {
 // torn-free, with the store's seqlock protocol (dram_store/seqlock.h): lane 0
 // waits for the stripe to be even, the warp copies, and the copy is redone
 // when the stripe moved meanwhile. The fences order the stripe's loads around
-// the row's, as the host reader's acquire fences do.
-__device__ void seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const uint32_t *stripe,
-                         unsigned lane) {
+// the row's, as the host reader's acquire fences do. head (a hashed slot's
+// header, or null): the copy is id's row only when, read with it, the slot
+// was live and owned by id (dram_store/rows.h); returns whether it is.
+__device__ bool seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const uint32_t *stripe,
+                         unsigned lane, const uint64_t *head = nullptr, uint64_t id = 0) {
   uint32_t width = fl_batch_width(bytes, (uint64_t)dst | (uint64_t)src);
   for (;;) {
     uint32_t v = 0;
+    int ok = 1;
     if (lane == 0) {
       while ((v = __ldcv(stripe)) & 1u) __nanosleep(100);
       __threadfence_system();
+      if (head)
+        ok = (__ldcv((const unsigned long long *)head + 1) & FL_SLOT_HEAD_LIVE) &&
+             (__ldcv((const unsigned long long *)head) == id || FL_MUTANT_ON(30));
     }
     __syncwarp();
     v = __shfl_sync(0xffffffffu, v, 0);
@@ -212,22 +218,19 @@ __device__ void seq_copy(uint8_t *dst, const uint8_t *src, uint32_t bytes, const
     __syncwarp();
     int moved = 0;
     if (lane == 0) moved = __ldcv(stripe) != v;
-    if (!__shfl_sync(0xffffffffu, moved, 0)) return;
+    if (!__shfl_sync(0xffffffffu, moved, 0)) return __shfl_sync(0xffffffffu, ok, 0);
   }
 }
 
-// The batch's unique rows that qualify for reads in place, and all its
-// unique rows (misses and pointers), to every thread of the block: the
-// host's decision (zero_copy.h), taken on the device.
-__device__ void zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint32_t *per_arg,
-                          const fl_zc_table *zc, uint64_t *qualify, uint64_t *all) {
-  uint64_t q = 0, t = 0;
-  for (uint32_t i = threadIdx.x; i < n_args; i += blockDim.x) {
-    q += fl_zc_arg_rows(per_arg, i, zc[args[i].table].rows != nullptr);
-    t += per_arg[FL_MISS_COUNTERS * i] + per_arg[FL_MISS_COUNTERS * i + 1];
-  }
-  *qualify = block_sum(q);
-  *all = block_sum(t);
+// The batch's unique rows, those that qualify for reads in place among
+// them, to every thread of the block: the host's count (zero_copy.h), taken
+// on the device.
+__device__ fl_zc_count zc_totals(const fl_batch_arg *args, uint32_t n_args, const uint32_t *per_arg,
+                                 const fl_zc_table *zc, int pointers) {
+  fl_zc_count k = {0, 0, 0};
+  for (uint32_t i = threadIdx.x; i < n_args; i += blockDim.x)
+    fl_zc_count_arg(&k, per_arg, i, &zc[args[i].table], pointers);
+  return {block_sum(k.misses), block_sum(k.pointers), block_sum(k.all)};
 }
 
 // The staging offset of arg a (as fl_misses_layout and stage_base have
@@ -244,10 +247,12 @@ __device__ uint64_t warp_stage_base(const fl_batch_arg *args, const uint32_t *pe
 
 // A batch whose unique rows all qualify: one warp per missed position. The
 // first warp to reach a unique row claims it (m.claim: 0 -> 1), reads it in
-// place into the staging and marks it there (2); the others wait for the
-// mark (its claimer is running: no wait can close a cycle). Each then
-// copies the staged row to its position, so that every position of an id
-// gets the one copy, as the host's scatter gives it.
+// place into the staging and marks it there (2; 3 when a hashed slot no
+// longer held the id); the others wait for the mark (its claimer is
+// running: no wait can close a cycle). Each then copies the staged row to
+// its position, so that every position of an id gets the one copy, as the
+// host's scatter gives it; a row marked 3 is the host's to fetch and
+// scatter (its m.uniq_refs entry says so: query_kernels.h).
 __device__ void place_positions(const fl_batch_arg *args, uint32_t n_args, const fl_miss_out &m,
                                 const fl_in_place &ip, unsigned blocks) {
   const unsigned lane = threadIdx.x & 31u;
@@ -259,23 +264,41 @@ __device__ void place_positions(const fl_batch_arg *args, uint32_t n_args, const
     int pointer;
     fl_miss_resolve(ip.key_offsets, args, n_args, m.per_arg, uid, &a, &row, &pointer);
     const fl_batch_arg &g = args[a];
+    const fl_zc_table &t = ip.zc[g.table];
     uint8_t *stage = ip.staging + warp_stage_base(args, m.per_arg, a, lane) + row * g.vec_bytes;
     int mine = 0;
+    uint32_t mark = 2u;
     if (lane == 0) mine = atomicCAS(&m.claim[uid], 0u, 1u) == 0u || FL_MUTANT_ON(29);
     if (__shfl_sync(0xffffffffu, mine, 0)) {
       const uint64_t id = g.ids[pos - g.key_offset];
-      seq_copy(stage, ip.zc[g.table].rows + id * g.vec_bytes, g.vec_bytes,
-               ip.seq + fl_seq_stripe(g.table, id), lane);
+      if (t.rows) {
+        // A dense row, missed or pointed at: at its id.
+        seq_copy(stage, t.rows + id * g.vec_bytes, g.vec_bytes, ip.seq + fl_seq_stripe(g.table, id),
+                 lane);
+      } else {
+        // A hashed pointer row: at its reference, if the slot still holds id.
+        volatile uint64_t *ref = (volatile uint64_t *)&m.uniq_refs[uid];
+        const uint64_t vec = *ref & ~FL_LOC_DRAM_BIT, head = fl_slot_head(vec, t.slots);
+        const bool ok = seq_copy(stage, (const uint8_t *)vec, g.vec_bytes,
+                                 ip.seq + fl_slot_stripe(g.table, head), lane,
+                                 (const uint64_t *)head, id);
+        mark = ok ? 2u : 3u;
+        if (lane == 0) {
+          *ref = ok ? vec : 0ull;
+          __threadfence_system();
+        }
+      }
       __syncwarp();
       if (lane == 0) {
         __threadfence();  // the row before its mark
-        atomicExch(&m.claim[uid], 2u);
+        atomicExch(&m.claim[uid], mark);
       }
     } else if (lane == 0) {
-      while (*(volatile uint32_t *)&m.claim[uid] != 2u) __nanosleep(32);
+      while ((mark = *(volatile uint32_t *)&m.claim[uid]) < 2u) __nanosleep(32);
       __threadfence();
     }
-    __syncwarp();
+    mark = __shfl_sync(0xffffffffu, mark, 0);
+    if (mark == 3u) continue;
     uint8_t *dst = g.out + (uint64_t)(pos - g.key_offset) * g.vec_bytes;
     const uint32_t width = fl_batch_width(g.vec_bytes, (uint64_t)dst | (uint64_t)stage);
     // Fresh: another SM may have staged the row since this one last read there.
@@ -312,12 +335,12 @@ __device__ void stage_rows(const fl_batch_arg *args, uint32_t n_args, const fl_m
 
 // Moves every hit vector: thread tid is lane tid % lanes of key tid /
 // lanes of its arg (scan). Then, when the batch takes the device path
-// (decided from the counters, as the host decides it: fl_zc_take), reads
-// its qualifying misses in place: every missed position when all its
-// unique rows qualify (place_positions: nothing is left for a scatter),
-// else the qualifying rows into the staging (stage_rows), and the args'
-// staging offsets (block 0) either way: in its first kInPlaceBlocks
-// blocks only, the others done with their hits.
+// (decided from the counters, as the host decides it: fl_zc_mode), reads
+// its qualifying rows in place: every missed position when all its unique
+// rows qualify (place_positions: nothing is left for a scatter), else the
+// dense misses into the staging (stage_rows), and the args' staging
+// offsets (block 0) either way: in its first kInPlaceBlocks blocks only,
+// the others done with their hits.
 __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint32_t n_args,
                           uint64_t threads, const uint64_t *locs, fl_miss_out m, fl_in_place ip) {
   fl_await_prior();
@@ -337,9 +360,8 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
   }
   const unsigned blocks = gridDim.x < kInPlaceBlocks ? gridDim.x : kInPlaceBlocks;
   if (!ip.limit || blockIdx.x >= blocks || m.counters[0] == 0) return;
-  uint64_t qualify, all;
-  zc_totals(args, n_args, m.per_arg, ip.zc, &qualify, &all);
-  if (!fl_zc_take(qualify, ip.limit)) return;
+  const int mode = fl_zc_mode(zc_totals(args, n_args, m.per_arg, ip.zc, ip.pointers), ip.limit);
+  if (mode == FL_ZC_NONE) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     uint64_t base = 0;
     for (uint32_t a = 0; a < n_args; a++) {
@@ -348,7 +370,7 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
                                   args[a].vec_bytes);
     }
   }
-  if (qualify == all) place_positions(args, n_args, m, ip, blocks);
+  if (mode == FL_ZC_ALL) place_positions(args, n_args, m, ip, blocks);
   else stage_rows(args, n_args, m, ip, blocks);
 }
 
@@ -381,9 +403,8 @@ __global__ void gate_wait(const fl_batch_arg *args, const uint64_t *key_offsets,
     __threadfence_system();
     *(volatile uint32_t *)&g.bad->ticket = want;
   }
-  uint64_t qualify, all;
-  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
-  if (!fl_zc_host_rows(qualify, all, limit)) return;
+  // A graph reads no pointer row in place (zero_copy.h).
+  if (!fl_zc_host_rows(zc_totals(args, n_args, m.per_arg, zc, 0), limit)) return;
   uint32_t v = 0;
   if (threadIdx.x == 0) {
     while (((v = __ldcv(g.raised)) & ~FL_GATE_FAILED) != want) __nanosleep(1000);
@@ -405,10 +426,9 @@ __global__ void gated_scatter(const fl_batch_arg *args, const uint64_t *key_offs
                               uint32_t n_args, fl_miss_out m, const fl_zc_table *zc, uint64_t limit,
                               fl_gate g, const uint64_t *stage_base, uint8_t *staging) {
   fl_await_prior();
-  uint64_t qualify, all;
-  zc_totals(args, n_args, m.per_arg, zc, &qualify, &all);
-  if (!fl_zc_host_rows(qualify, all, limit) || *g.open != *g.ticket) return;
-  const bool take = fl_zc_take(qualify, limit);
+  const fl_zc_count k = zc_totals(args, n_args, m.per_arg, zc, 0);
+  if (!fl_zc_host_rows(k, limit) || *g.open != *g.ticket) return;
+  const bool take = fl_zc_mode(k, limit) != FL_ZC_NONE;
   const uint64_t step = (uint64_t)gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
   for (uint32_t a = 0; a < n_args; a++) {
     const uint32_t miss = m.per_arg[FL_MISS_COUNTERS * a], ptr = m.per_arg[FL_MISS_COUNTERS * a + 1];

@@ -44,12 +44,14 @@ int fl_launch_index(fl_index_view v, const fl_code *codes, const fl_batch_arg *a
                     int clear_set, fl_launch_to to);
 /* What copy_hits needs to read a batch's misses in place (zero_copy.h):
  * the tables readable in place (zc, per table), the most unique rows a
- * batch read in place has (limit; 0: none is), the store's seqlock stripes
- * (device-mapped), the args' first positions, and the device's upload
- * block: its staging offsets and rows. */
+ * batch read in place has (limit; 0: none is), whether pointer rows count
+ * (pointers: one-shot runs), the store's seqlock stripes (device-mapped),
+ * the args' first positions, and the device's upload block: its staging
+ * offsets and rows. */
 typedef struct fl_in_place {
   const fl_zc_table *zc;
   uint64_t limit;
+  int pointers;
   const uint32_t *seq;
   const uint64_t *key_offsets;
   uint64_t *stage_base;
@@ -100,13 +102,16 @@ int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t *key_offset
                             fl_gate g, uint64_t *stage_base, uint8_t *staging, fl_launch_to to);
 /* Decoupled hit copy: scan gives arg.lanes threads per key. Then, for a
  * batch that takes the device path (decided on the device from m's counters
- * as the host decides it: fl_zc_take over ip.limit), the misses of the
- * tables ip.zc makes readable, read straight from the store under the row
- * seqlocks: with every unique row read so, into every missed position (no
- * scatter follows) and the staging; else into the staging, for the scatter
+ * as the host decides it: fl_zc_mode over ip.limit), its qualifying rows,
+ * read straight from the store under the row seqlocks: with every unique
+ * row read so (FL_ZC_ALL), into every missed position (no scatter follows)
+ * and the staging; else the dense misses into the staging, for the scatter
  * that follows the host's rows. Either way it writes every arg's staging
  * offset to ip.stage_base (as fl_misses_layout does), and the staged rows
- * are the admission round's. */
+ * are the admission round's. A hashed pointer row read at its reference
+ * has its m.uniq_refs entry rewritten once read: the reference with its
+ * low bit cleared when the slot held the id, else 0 (its positions are
+ * left for the host: it fetches the row by id and scatters). */
 int fl_launch_copy_hits(const fl_batch_arg *args, const uint64_t *scan, uint32_t n_args,
                         uint64_t threads, const uint64_t *locs, fl_miss_out m, fl_in_place ip,
                         fl_launch_to to);

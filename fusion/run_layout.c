@@ -153,6 +153,7 @@ static void fill_header(const fl_part_batch *b, fl_run_setup *s, const fl_run_vi
     v->h.codes[t] = f->tables[t].code;
     v->h.table_cls[t] = f->tables[t].cls;
     v->h.zc[t].rows = f->cuda->zc_rows ? f->cuda->zc_rows[t] : NULL;
+    v->h.zc[t].slots = f->cuda->zc_slots ? f->cuda->zc_slots[t] : (fl_slot_layout){0, 0};
   }
   s->index_threads = v->h.scan_index[b->n_args];
   s->copy_threads = v->h.scan_copy[b->n_args];

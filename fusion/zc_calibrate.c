@@ -127,7 +127,13 @@ fl_status fl_zc_calibrate(fl_cache *c) {
   fl_cuda_state *cs = f->cuda;
   if (f->cfg.zero_copy_rows != FL_ZERO_COPY_AUTO || !cs->zc_seq) return FL_OK;
   probe p = {.f = f};
-  if (!largest_readable(f, &p.table)) return FL_OK;
+  /* Only hashed slots mapped (for pointer rows): nothing to time them on
+   * at create, whose ids the cache does not know; they stay with the host
+   * unless cfg.zero_copy_rows is set. */
+  if (!largest_readable(f, &p.table)) {
+    fl_cuda_state_unmap(c);
+    return FL_OK;
+  }
   fl_table_desc d;
   fl_store_table(f->store, p.table, &d);
   p.vec_bytes = f->tables[p.table].vec_bytes;

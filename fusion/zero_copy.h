@@ -3,45 +3,77 @@
  *
  * A row qualifies when its address is known without the store's lookup: a
  * miss of a dense table whose rows are registered for device access (row
- * id at rows + id * row bytes). A part batch takes the device path when at
- * most `limit` of its unique rows qualify (cfg.zero_copy_rows): reading in
- * place costs a PCIe round trip per row, cheap for a few rows, while the
- * host gather's fixed costs (waking threads, an upload) pay off for many.
+ * id at rows + id * row bytes), and, in a one-shot run (fl_query), a
+ * unified-index pointer row of a table whose rows are registered: dense
+ * (read as its misses are) or hashed, read at its reference, where the
+ * slot's header says whether it still holds the id (seq_stripe.h's
+ * fl_slot_head). A part batch takes the device path when at most `limit`
+ * of its unique rows qualify (cfg.zero_copy_rows): reading in place costs a
+ * PCIe round trip per row, cheap for a few rows, while the host gather's
+ * fixed costs (waking threads, an upload) pay off for many.
  * By default (FL_ZERO_COPY_AUTO) the cache picks `limit` itself: it times
  * both paths on its own store at create (zc_calibrate.c) and takes the
  * count where reading in place stops paying (fl_zc_limit_of).
  * The hit-copy kernel (query_kernels.cu), queued behind the index kernel,
  * decides on the device from the counters and reads the rows then, with no
  * round trip through the host: into every missed position when every unique
- * row qualifies (nothing is launched after it), else into the staging; the
- * host decides the same from the published counters and gathers what does
- * not qualify (hashed ids, unified-index pointers) into the same staging,
- * around the GPU's rows, for the scatter. */
+ * row qualifies (nothing is launched after it, unless a hashed slot no
+ * longer held its id: the host then fetches that row by id and scatters),
+ * else the dense misses into the staging; the host decides the same from
+ * the published counters and gathers the rest (hashed misses, pointer rows)
+ * into the same staging, around the GPU's rows, for the scatter. */
 #ifndef FL_FUSION_ZERO_COPY_H
 #define FL_FUSION_ZERO_COPY_H
 
 #include "dram_store/seq_stripe.h"
 #include "batch/miss_set.h"
 
-/* Per table: its dense rows as the device sees them, NULL when they cannot
- * be read in place. */
+/* Per table, its rows as the device reads them in place: dense rows, or
+ * for a hashed table the slot layout at its references (rows NULL,
+ * slots.vec_stride non-zero); neither when they cannot be read in place. */
 typedef struct fl_zc_table {
   const uint8_t *rows;
+  fl_slot_layout slots;
 } fl_zc_table;
 
-/* Unique rows of arg a that qualify: its misses when its table is readable
- * in place. */
-FL_HD uint32_t fl_zc_arg_rows(const uint32_t *per_arg, uint32_t a, int readable) {
-  return readable ? per_arg[FL_MISS_COUNTERS * a] : 0u;
+/* A batch's unique rows: those that qualify (misses of dense tables,
+ * pointer rows read in place), and all. */
+typedef struct fl_zc_count {
+  uint64_t misses, pointers, all;
+} fl_zc_count;
+
+/* Adds arg a's unique rows to k: its table's rows t; pointers: the run
+ * reads pointer rows in place (one-shot runs). */
+FL_HD void fl_zc_count_arg(fl_zc_count *k, const uint32_t *per_arg, uint32_t a,
+                           const fl_zc_table *t, int pointers) {
+  const uint32_t miss = per_arg[FL_MISS_COUNTERS * a], ptr = per_arg[FL_MISS_COUNTERS * a + 1];
+  if (t->rows) k->misses += miss;
+  if (pointers && (t->rows || t->slots.vec_stride)) k->pointers += ptr;
+  k->all += miss + ptr;
+}
+
+/* Sums two counts (the device's block sums). */
+FL_HD fl_zc_count fl_zc_sum(fl_zc_count x, fl_zc_count y) {
+  return (fl_zc_count){x.misses + y.misses, x.pointers + y.pointers, x.all + y.all};
 }
 
 /* Whether a batch with `rows` qualifying unique rows takes the device path. */
 FL_HD int fl_zc_take(uint64_t rows, uint64_t limit) { return rows > 0 && rows <= limit; }
 
-/* Unique rows left for the host to gather, of `all`, when `qualify` of them
- * qualify for the device path. */
-FL_HD uint64_t fl_zc_host_rows(uint64_t qualify, uint64_t all, uint64_t limit) {
-  return fl_zc_take(qualify, limit) ? all - qualify : all;
+/* How a batch's rows go: none read in place; its dense misses read in
+ * place into the staging, the rest gathered by the host; or every unique
+ * row read in place, into every missed position. */
+enum { FL_ZC_NONE = 0, FL_ZC_MISSES = 1, FL_ZC_ALL = 2 };
+FL_HD int fl_zc_mode(fl_zc_count k, uint64_t limit) {
+  const uint64_t q = k.misses + k.pointers;
+  if (!fl_zc_take(q, limit)) return FL_ZC_NONE;
+  return q == k.all ? FL_ZC_ALL : k.misses ? FL_ZC_MISSES : FL_ZC_NONE;
+}
+
+/* Unique rows left for the host to gather. */
+FL_HD uint64_t fl_zc_host_rows(fl_zc_count k, uint64_t limit) {
+  const int m = fl_zc_mode(k, limit);
+  return m == FL_ZC_ALL ? 0 : m == FL_ZC_MISSES ? k.all - k.misses : k.all;
 }
 
 /* How much cheaper reading in place must time to count as paying. None:

@@ -495,7 +495,8 @@ typedef struct fl_cache_stats {
                                  caller's thread and, on CUDA, the fetch's; work handed to
                                  a thread pool counts the caller's share only */
   uint64_t zero_copy_rows;    /* CUDA: of unique_misses, rows the GPU read from the store in
-                                 place (cfg.zero_copy_rows) */
+                                 place (cfg.zero_copy_rows): dense tables' misses, and in
+                                 fl_query the unified-index pointer rows */
   uint64_t zero_copy_limit;   /* CUDA: the most distinct dense misses a batch reads in place:
                                  cfg.zero_copy_rows, or the calibrated count under
                                  FL_ZERO_COPY_AUTO; 0 when none are (host backend, nothing
@@ -517,6 +518,9 @@ typedef struct fl_cache_stats {
                                  rings, maintenance buffers. Each holds every thread's CUDA calls
                                  meanwhile, and a free waits for the device: fl_cache_reserve
                                  makes them before serving */
+  uint64_t zero_copy_stale;   /* CUDA: of zero_copy_rows, hashed rows read at a unified-index
+                                 pointer whose slot no longer held the id (the store removed
+                                 or moved it meanwhile): fetched again by id */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

@@ -168,6 +168,7 @@ static const fl_python_layout_row fl_python_layout_rows_[] = {
     FL_FIELD_ROW(fl_cache_stats, slabs_recycled),
     FL_FIELD_ROW(fl_cache_stats, shift_opens),
     FL_FIELD_ROW(fl_cache_stats, allocations),
+    FL_FIELD_ROW(fl_cache_stats, zero_copy_stale),
 
     FL_STRUCT_ROW(fl_cache_table_stats),
     FL_FIELD_ROW(fl_cache_table_stats, lookups),

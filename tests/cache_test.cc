@@ -1665,6 +1665,101 @@ TEST_P(CacheTest, RepeatedIdsOfOneQueryGetOneCopyUnderWrites) {
   }
 }
 
+// Unified-index pointers into the hashed table are read in place on CUDA (a
+// one-shot fl_query), at the slot's reference, when the slot still holds
+// the id (fusion/zero_copy.h). A writer removes and reinserts the ids, so
+// their slots change hands among them (the store reuses the last freed
+// first): every answer is whole and its id's, or zeros while removed, and
+// never older than the query; rows whose slot had changed were fetched
+// again by id (zero_copy_stale). After the writer, every pointer row is
+// read in place and is the last version. The host backend reads pointer
+// rows through the store's references (the same oracle).
+TEST_P(CacheTest, HashedPointerRowsReadInPlaceWhileRemovedAndReinserted) {
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  fl_config cfg = Config(8 << 20, 0.0);  // admit nothing: misses leave pointers
+  cfg.unified_entries = 1 << 16;
+  cfg.zero_copy_rows = 1024;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  const size_t kIds = 16, kDim = 16;
+  std::vector<uint64_t> ids(kIds);
+  for (size_t r = 0; r < kIds; r++) ids[r] = HashedId(100000 + r);
+  auto rows_of = [&](int v) {
+    std::vector<float> rows(kIds * kDim);
+    for (size_t r = 0; r < kIds; r++)
+      std::fill(rows.begin() + r * kDim, rows.begin() + (r + 1) * kDim, (float)(v * 64 + (int)r));
+    return rows;
+  };
+  FL_ASSERT_OK_STORE(fl_store_upsert(store_.get(), 3, ids.data(), kIds, rows_of(1).data()),
+                     store_.get());
+  std::atomic<bool> stop{false};
+  std::atomic<int> version{1}, failures{0}, queries{0};
+  // Each write waits for three queries after the last (the first misses
+  // and leaves pointers, the next read them), however slow the queries
+  // run (under a sanitizer), and then runs beside the next ones.
+  std::thread writer([&] {
+    for (int v = 2, seen = 0; !stop && v < 100000; v++) {
+      while (!stop && queries.load() < seen + 3) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      seen = queries.load();
+      failures += fl_store_remove(store_.get(), 3, ids.data(), kIds) != FL_OK;
+      failures += fl_store_upsert(store_.get(), 3, ids.data(), kIds, rows_of(v).data()) != FL_OK;
+      version.store(v);
+    }
+  });
+  std::vector<float> out(kIds * kDim);
+  int torn = 0, wrong_id = 0, stale = 0, overlapped = 0;
+  const fl_cache_stats before_run = Stats(c.get());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(4);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::fill(out.begin(), out.end(), -1.0f);
+    const int before = version.load();
+    fl_table_query q = {3, ids.data(), kIds, out.data()};
+    FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
+    overlapped += version.load() != before;
+    queries++;
+    for (size_t r = 0; r < kIds; r++) {
+      const float v0 = out[r * kDim];
+      for (size_t j = 1; j < kDim; j++) torn += out[r * kDim + j] != v0;
+      if (v0 == 0.0f) continue;  // removed
+      const int value = (int)v0;
+      if ((float)value != v0 || value < 64 || value % 64 != (int)r) {
+        wrong_id++;
+        continue;
+      }
+      stale += value / 64 < before;
+    }
+  }
+  stop = true;
+  writer.join();
+  const fl_cache_stats during = Stats(c.get());
+  EXPECT_EQ(failures.load(), 0) << "failed writes";
+  EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries.load()
+                            << " queries ran while a write completed";
+  EXPECT_EQ(torn, 0) << "elements of torn rows";
+  EXPECT_EQ(wrong_id, 0) << "rows of another id or of no version";
+  EXPECT_EQ(stale, 0) << "rows older than the query";
+  std::printf("%d queries, %d overlapping a write: %llu pointer hits, %llu rows read in place, "
+              "%llu of them fetched again\n",
+              queries.load(), overlapped, (unsigned long long)(during.dram_hits - before_run.dram_hits),
+              (unsigned long long)(during.zero_copy_rows - before_run.zero_copy_rows),
+              (unsigned long long)during.zero_copy_stale);
+  if (cuda) EXPECT_GT(during.zero_copy_rows, before_run.zero_copy_rows);
+  else EXPECT_EQ(during.zero_copy_rows + during.zero_copy_stale, 0u);
+  // Quiet: the first query leaves the pointers, the second reads every row
+  // in place (CUDA) and gets the last version.
+  fl_table_query q = {3, ids.data(), kIds, out.data()};
+  FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
+  FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  const fl_cache_stats quiet = Stats(c.get());
+  FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
+  const fl_cache_stats last = Stats(c.get());
+  EXPECT_EQ(last.dram_hits - quiet.dram_hits, kIds);
+  EXPECT_EQ(last.zero_copy_rows - quiet.zero_copy_rows, cuda ? kIds : 0u);
+  EXPECT_EQ(last.zero_copy_stale, quiet.zero_copy_stale);
+  for (size_t r = 0; r < kIds; r++)
+    ASSERT_EQ(out[r * kDim + kDim - 1], (float)(version.load() * 64 + (int)r)) << "row " << r;
+}
+
 // Unified index: misses that do not enter the cache leave pointers into the
 // store; later lookups of those keys skip the store's lookup (dram_hits) and
 // still return the store's vectors; lowering the limit drops them.

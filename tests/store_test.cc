@@ -1419,6 +1419,69 @@ TEST(StoreTest, ZeroCopyRegionsAreMappedOnceOnPagesOfTheirOwn) {
   EXPECT_EQ(Gather(s.get(), 0, {49}).size(), 8 * sizeof(float));
 }
 
+// A hashed table's slot chunks are mapped with the rest, after the fixed
+// regions; a write that adds chunks while the store is mapped maps them
+// before it returns, and one whose chunk cannot be mapped fails and leaves
+// the table as it was; the last unmap takes every chunk with it. Each
+// chunk's slot headers are where the kernels look for them (fl_slot_head).
+TEST(StoreTest, ZeroCopyMapsHashedSlotsAsTheyCome) {
+  std::vector<fl_table_desc> d = {{"a", 50, 8, FL_FP32, FL_IDS_DENSE},
+                                  {"h", 1 << 20, 64, FL_FP32, FL_IDS_HASHED}};
+  Store s = MakeStore(d);
+  ASSERT_NE(s.get(), nullptr);
+  auto write = [&](uint64_t from, uint64_t n) {
+    std::vector<uint64_t> ids(n);
+    std::vector<float> rows(n * 64, 1.5f);
+    for (uint64_t i = 0; i < n; i++) ids[i] = (from + i) * 7919;
+    return fl_store_upsert(s.get(), 1, ids.data(), n, rows.data());
+  };
+  const fl_slot_layout l = fl_store_slot_layout(s.get(), 1);
+  ASSERT_EQ(l.vec_stride, 256u);
+  EXPECT_EQ(fl_store_slot_layout(s.get(), 0).vec_stride, 0u);  // dense: read at their ids
+  FL_ASSERT_OK_STORE(write(0, 3 * l.per_chunk), s.get());       // 3 chunks
+  g_map = MapLog{};
+  ASSERT_EQ(fl_store_map_rows(s.get(), RecordMap, RecordUnmap), 0);
+  ASSERT_EQ(g_map.mapped.size(), 2u + 3u);  // stripes, dense rows, chunks
+  for (size_t i = 2; i < 5; i++) {
+    EXPECT_EQ((uintptr_t)g_map.mapped[i].first % FL_SLOT_CHUNK_BYTES, 0u);
+    EXPECT_EQ(g_map.mapped[i].second, FL_SLOT_CHUNK_BYTES);
+  }
+  FL_ASSERT_OK_STORE(write(3 * l.per_chunk, l.per_chunk + 1), s.get());  // 2 more
+  EXPECT_EQ(g_map.mapped.size(), 7u);
+  // The references a cache's pointers take lie in mapped chunks, and their
+  // headers own their ids.
+  std::vector<uint64_t> ids = {0, 7919 * (3 * l.per_chunk), 7919 * (4 * l.per_chunk)}, refs(3);
+  FL_ASSERT_OK_STORE(fl_store_refs(s.get(), 1, ids.data(), 3, refs.data()), s.get());
+  for (size_t i = 0; i < 3; i++) {
+    const uint64_t chunk = refs[i] & ~(FL_SLOT_CHUNK_BYTES - 1);
+    bool mapped = false;
+    for (auto [p, bytes] : g_map.mapped) mapped |= (uint64_t)(uintptr_t)p == chunk;
+    EXPECT_TRUE(mapped) << "reference " << i;
+    const uint64_t *head = (const uint64_t *)(uintptr_t)fl_slot_head(refs[i], l);
+    EXPECT_EQ(head[0], ids[i]);
+    EXPECT_EQ(head[1] & FL_SLOT_HEAD_LIVE, FL_SLOT_HEAD_LIVE);
+  }
+  // A chunk that cannot be mapped fails its write; the rows are not there.
+  g_map.fail_at = (int)g_map.mapped.size();
+  fl_store_table_stats before, after;
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 1, &before), s.get());
+  EXPECT_EQ(write(10 * l.per_chunk, l.per_chunk), FL_ERR_OUT_OF_MEMORY);
+  FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 1, &after), s.get());
+  EXPECT_EQ(after.rows, before.rows);
+  g_map.fail_at = -1;
+  FL_ASSERT_OK_STORE(write(10 * l.per_chunk, l.per_chunk), s.get());  // mapped now
+  EXPECT_EQ(g_map.mapped.size(), 8u);
+  fl_store_unmap_rows(s.get());
+  auto sorted = [](std::vector<std::pair<void *, size_t>> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(g_map.unmapped), sorted(g_map.mapped));
+  // Unmapped: new chunks are not mapped.
+  FL_ASSERT_OK_STORE(write(20 * l.per_chunk, l.per_chunk), s.get());
+  EXPECT_EQ(g_map.mapped.size(), 8u);
+}
+
 TEST(StoreFileTest, NpyRoundTrip) {
   Store a = FilledMixed();
   auto d = MixedDescs();

@@ -89,8 +89,70 @@ TEST(ZeroCopyTake, BatchesUpToTheLimitOnly) {
   EXPECT_FALSE(fl_zc_take(1, 0));  // limit 0: never
   // The host gathers what does not qualify, or everything when the batch
   // does not take the device path.
-  EXPECT_EQ(fl_zc_host_rows(300, 350, 500), 50u);
-  EXPECT_EQ(fl_zc_host_rows(600, 650, 500), 650u);
+  EXPECT_EQ(fl_zc_host_rows({300, 0, 350}, 500), 50u);
+  EXPECT_EQ(fl_zc_host_rows({600, 0, 650}, 500), 650u);
+  EXPECT_EQ(fl_zc_host_rows({300, 0, 300}, 500), 0u);
+}
+
+// Three args: a dense table (5 misses, 2 pointer rows), a hashed table read
+// at its references (4 misses, 3 pointer rows) and a table read only by the
+// host (1 miss, 1 pointer row).
+std::vector<uint32_t> PerArg() { return {5, 2, 9, 2, 4, 3, 4, 3, 1, 1, 1, 1}; }
+
+fl_zc_count Count(const std::vector<uint32_t> &per_arg, int args, int pointers) {
+  static const uint8_t rows[1] = {0};
+  const fl_zc_table tables[3] = {{rows, {0, 0}}, {nullptr, {4000, 72}}, {nullptr, {0, 0}}};
+  fl_zc_count k = {0, 0, 0};
+  for (int a = 0; a < args; a++) fl_zc_count_arg(&k, per_arg.data(), a, &tables[a], pointers);
+  return k;
+}
+
+TEST(ZeroCopyCount, PointerRowsQualifyInOneShotRunsOnly) {
+  const auto per_arg = PerArg();
+  fl_zc_count k = Count(per_arg, 3, 1);
+  EXPECT_EQ(k.misses, 5u);        // the dense table's; hashed misses need the store's lookup
+  EXPECT_EQ(k.pointers, 2u + 3u); // the dense and the hashed table's
+  EXPECT_EQ(k.all, 7u + 7u + 2u);
+  k = Count(per_arg, 3, 0);       // a prepared query's graph: no pointer rows
+  EXPECT_EQ(k.pointers, 0u);
+  EXPECT_EQ(k.misses, 5u);
+}
+
+TEST(ZeroCopyCount, ModeAndHostRows) {
+  const auto per_arg = PerArg();
+  // All three args: the third table's rows stay the host's, so at most the
+  // dense misses are read in place, into the staging.
+  fl_zc_count k = Count(per_arg, 3, 1);
+  EXPECT_EQ(fl_zc_mode(k, 10), FL_ZC_MISSES);
+  EXPECT_EQ(fl_zc_host_rows(k, 10), 16u - 5u);
+  EXPECT_EQ(fl_zc_mode(k, 9), FL_ZC_NONE);  // 10 qualify: over the limit
+  EXPECT_EQ(fl_zc_host_rows(k, 9), 16u);
+  // The first two args with the hashed misses found (pointer rows only):
+  // every unique row qualifies, and the host gathers none.
+  std::vector<uint32_t> found = {5, 2, 9, 2, 0, 7, 0, 7};
+  k = Count(found, 2, 1);
+  EXPECT_EQ(fl_zc_mode(k, 14), FL_ZC_ALL);
+  EXPECT_EQ(fl_zc_host_rows(k, 14), 0u);
+  EXPECT_EQ(fl_zc_mode(k, 13), FL_ZC_NONE);
+  // Without pointer rows (a prepared graph), the dense misses alone.
+  k = Count(found, 2, 0);
+  EXPECT_EQ(fl_zc_mode(k, 14), FL_ZC_MISSES);
+  EXPECT_EQ(fl_zc_host_rows(k, 14), 14u - 5u);
+  // Pointer rows alone qualifying but not every row: the host gathers all.
+  std::vector<uint32_t> hashed = {0, 0, 0, 0, 4, 3, 4, 3};
+  k = Count(hashed, 2, 1);
+  EXPECT_EQ(fl_zc_mode(k, 100), FL_ZC_NONE);
+  EXPECT_EQ(fl_zc_host_rows(k, 100), 7u);
+}
+
+// The slot header of a hashed row at its reference, as the kernels find it:
+// chunks of 2 MiB aligned to their size, vectors first, then 16-byte headers.
+TEST(ZeroCopySlots, HeaderAndStripeOfAReference) {
+  const uint64_t chunk = 7ull << 21;
+  const fl_slot_layout l = {1000, 72};
+  EXPECT_EQ(fl_slot_head(chunk, l), chunk + 72000);
+  EXPECT_EQ(fl_slot_head(chunk + 5 * 72, l), chunk + 72000 + 80);
+  EXPECT_EQ(fl_slot_stripe(3, 4096), fl_seq_stripe(3, 256));
 }
 
 }  // namespace

@@ -153,6 +153,7 @@ class fl_cache_stats(Structure):
         ("slabs_recycled", c_uint64),
         ("shift_opens", c_uint64),
         ("allocations", c_uint64),
+        ("zero_copy_stale", c_uint64),
     ]
 
 

@@ -63,6 +63,7 @@ class CacheStats:
     slabs_recycled: int
     shift_opens: int
     allocations: int
+    zero_copy_stale: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property
