@@ -41,6 +41,7 @@
  * mutant 28 cuda: a query's buffer counts as device memory once any allocation of the call has been asked about: unregistered buffers are read in place (fusion/device_view.c)
  * mutant 29 cuda: every missed position's warp reads its row in place itself, without the claim: positions of one id get copies of different versions (fusion/query_kernels.cu)
  * mutant 30 cuda: a hashed slot read in place at its reference is kept without the owner check: a slot reused by another id serves that id's row (fusion/query_kernels.cu)
+ * mutant 31 host: the unified index takes pointers past the index's load: it fills until inserts fail, and every miss probes the whole limit (cache/evict.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

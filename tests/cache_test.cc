@@ -1822,6 +1822,29 @@ TEST_P(CacheTest, UnifiedIndexWithEvictionsAndPromotion) {
   EXPECT_EQ(s.hits + s.dram_hits + s.misses, s.lookups);
 }
 
+// Unified entries asked beyond what the index holds at max_load are not
+// taken: pointers stop where the index reaches its load, so a miss's probe
+// stays short (the index's slots are sized for the pool's vectors).
+TEST_P(CacheTest, UnifiedEntriesStopAtTheIndexLoad) {
+  fl_config cfg = Config(256 << 10, 0.0);  // admit nothing: misses leave pointers
+  cfg.unified_entries = 1ull << 30;
+  fl::Cache c = MakeCache(cfg);
+  ASSERT_NE(c, nullptr);
+  std::mt19937_64 rng(23);
+  for (int batch = 0; batch < 20; batch++) {
+    QueryAndCheck(c.get(), Ids(rng, 700), nullptr, nullptr);
+    if (HasFatalFailure()) return;
+  }
+  FL_ASSERT_OK_CACHE(fl_cache_sync(c.get()), c.get());
+  fl_index_health h;
+  FL_ASSERT_OK_CACHE(fl_cache_index_health(c.get(), &h), c.get());
+  const fl_cache_stats s = Stats(c.get());
+  EXPECT_LE(h.live, (uint64_t)(cfg.max_load * (double)h.slots)) << "of " << h.slots << " slots";
+  EXPECT_GE(s.unified_entries, (uint64_t)(0.8 * cfg.max_load * (double)h.slots))
+      << "pointers stopped short of the load, of " << h.slots << " slots";
+  EXPECT_LT(h.miss_probe, 10.0);
+}
+
 // Misses are deduplicated before the store is asked: a batch holding a few
 // ids many times looks each id up in the store once, and every position
 // still gets its row. (The store's gather: no row is read in place.)
