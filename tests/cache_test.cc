@@ -96,6 +96,28 @@ class RowRewriter {
   std::thread thread_;
 };
 
+// The rows a query got of a versioned writer's ids (RowRewriter's values:
+// version * 64 + the id's index, in every element): elements unlike their
+// row's first (torn), rows of another id or of no version (wrong_id), rows
+// older than the version complete when the query began (stale). Zeros are
+// a removed row when removed_ok.
+struct VersionedRows {
+  int torn = 0, wrong_id = 0, stale = 0;
+  void Check(const float *out, size_t n, size_t dim, int before, bool removed_ok) {
+    for (size_t r = 0; r < n; r++) {
+      const float *row = out + r * dim;
+      for (size_t j = 1; j < dim; j++) torn += row[j] != row[0];
+      if (removed_ok && row[0] == 0.0f) continue;
+      const int value = (int)row[0];
+      if ((float)value != row[0] || value < 64 || value % 64 != (int)r) {
+        wrong_id++;
+        continue;
+      }
+      stale += value / 64 < before;
+    }
+  }
+};
+
 class CacheTest : public testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
@@ -1572,7 +1594,8 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   RowRewriter writer(store_.get(), ids);
   FL_ASSERT_OK_STORE(writer.first(), store_.get());
   std::vector<float> out(kRows * kDim);
-  int torn = 0, wrong_id = 0, stale = 0, overlapped = 0, queries = 0;
+  VersionedRows got;
+  int overlapped = 0, queries = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
     std::fill(out.begin(), out.end(), -1.0f);
@@ -1582,16 +1605,7 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
     FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
     overlapped += writer.version() != before;
     queries++;
-    for (size_t r = 0; r < n; r++) {
-      const float v0 = out[r * kDim];
-      for (size_t j = 1; j < kDim; j++) torn += out[r * kDim + j] != v0;
-      const int value = (int)v0;
-      if ((float)value != v0 || value < 64 || value % 64 != (int)r) {
-        wrong_id++;
-        continue;
-      }
-      stale += value / 64 < before;
-    }
+    got.Check(out.data(), n, kDim, before, false);
   }
   // CUDA: the invalidated rows were read in place under the writer (counted
   // before the query after it), and with the small limit gathered too.
@@ -1599,9 +1613,9 @@ void CacheTest::ConcurrentUpdates(uint64_t zero_copy_rows) {
   EXPECT_EQ(writer.Stop(), 0) << "failed writes";
   EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries
                             << " queries ran while a write completed";
-  EXPECT_EQ(torn, 0) << "elements of torn rows";
-  EXPECT_EQ(wrong_id, 0) << "rows of another id or of no version";
-  EXPECT_EQ(stale, 0) << "rows older than the query";
+  EXPECT_EQ(got.torn, 0) << "elements of torn rows";
+  EXPECT_EQ(got.wrong_id, 0) << "rows of another id or of no version";
+  EXPECT_EQ(got.stale, 0) << "rows older than the query";
   // After the last write, every answer is the last version.
   const int last = writer.version();
   fl_table_query q = {2, ids.data(), ids.size(), out.data()};
@@ -1707,7 +1721,8 @@ TEST_P(CacheTest, HashedPointerRowsReadInPlaceWhileRemovedAndReinserted) {
     }
   });
   std::vector<float> out(kIds * kDim);
-  int torn = 0, wrong_id = 0, stale = 0, overlapped = 0;
+  VersionedRows got;
+  int overlapped = 0;
   const fl_cache_stats before_run = Stats(c.get());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(4);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -1717,17 +1732,7 @@ TEST_P(CacheTest, HashedPointerRowsReadInPlaceWhileRemovedAndReinserted) {
     FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, nullptr), c.get());
     overlapped += version.load() != before;
     queries++;
-    for (size_t r = 0; r < kIds; r++) {
-      const float v0 = out[r * kDim];
-      for (size_t j = 1; j < kDim; j++) torn += out[r * kDim + j] != v0;
-      if (v0 == 0.0f) continue;  // removed
-      const int value = (int)v0;
-      if ((float)value != v0 || value < 64 || value % 64 != (int)r) {
-        wrong_id++;
-        continue;
-      }
-      stale += value / 64 < before;
-    }
+    got.Check(out.data(), kIds, kDim, before, true);
   }
   stop = true;
   writer.join();
@@ -1735,9 +1740,9 @@ TEST_P(CacheTest, HashedPointerRowsReadInPlaceWhileRemovedAndReinserted) {
   EXPECT_EQ(failures.load(), 0) << "failed writes";
   EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << queries.load()
                             << " queries ran while a write completed";
-  EXPECT_EQ(torn, 0) << "elements of torn rows";
-  EXPECT_EQ(wrong_id, 0) << "rows of another id or of no version";
-  EXPECT_EQ(stale, 0) << "rows older than the query";
+  EXPECT_EQ(got.torn, 0) << "elements of torn rows";
+  EXPECT_EQ(got.wrong_id, 0) << "rows of another id or of no version";
+  EXPECT_EQ(got.stale, 0) << "rows older than the query";
   std::printf("%d queries, %d overlapping a write: %llu pointer hits, %llu rows read in place, "
               "%llu of them fetched again\n",
               queries.load(), overlapped, (unsigned long long)(during.dram_hits - before_run.dram_hits),
