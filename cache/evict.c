@@ -82,10 +82,10 @@ uint64_t fl_cache_unified_limit(const fl_cache *c, uint32_t part) {
   uint64_t limit = __atomic_load_n(&c->fixed.cfg.unified_entries, __ATOMIC_RELAXED);
   uint64_t share = (uint64_t)((double)limit * (double)c->parts[part].slots / (double)total);
   /* At most what the index holds at max_load: its slots are sized for the
-   * pool's vectors (size_part), and pointers past that filled it until
-   * inserts failed at FL_PROBE_LIMIT, every miss probing that far (H200:
-   * 0.26 ms a 1,024-lookup batch with 300,000 entries asked of 166,000
-   * slots). */
+   * pool's vectors (size_part), and pointers past that would fill it until
+   * inserts fail at FL_PROBE_LIMIT, every miss probing that far (on the
+   * H200, 0.26 ms of index work a 1,024-lookup batch with 300,000 entries
+   * asked of 166,000 slots). */
   uint64_t most = (uint64_t)(c->fixed.cfg.max_load * (double)c->parts[part].slots);
   return share < most || FL_MUTANT_ON(31) ? share : most;
 }

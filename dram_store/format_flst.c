@@ -217,9 +217,10 @@ static fl_status fl_flst_load_table(fl_rfile *r, const fl_flst_table *m, fl_tabl
     if (st == FL_OK && fl_crc32c(0, ids, m->rows * 8) != m->ids_crc)
       st = fl_fail(NULL, FL_ERR_FORMAT, "%s: offset %llu: checksum mismatch in table '%s' ids",
                    r->path, (unsigned long long)m->ids_off, name);
-    if (st == FL_OK && fl_table_reserve(t, m->rows) != 0)
-      st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "%s: no memory for %llu rows of table '%s'",
-                   r->path, (unsigned long long)m->rows, name);
+    int rc = st == FL_OK ? fl_table_reserve(t, m->rows) : 0;
+    if (rc != 0)
+      st = fl_fail(NULL, FL_ERR_OUT_OF_MEMORY, "%s: %s for %llu rows of table '%s'", r->path,
+                   fl_table_reserve_why(rc), (unsigned long long)m->rows, name);
     if (st != FL_OK) {
       free(ids);
       return st;

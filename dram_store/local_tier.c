@@ -19,10 +19,11 @@ static fl_status local_put(fl_store *s, uint32_t table, const uint64_t *ids, siz
 static fl_status local_upsert(fl_store *s, fl_table *t, const uint64_t *ids, size_t n,
                               const void *vectors) {
   pthread_mutex_lock(&t->write_lock);
-  if (fl_table_reserve(t, n) != 0 && !FL_MUTANT_ON(22)) {
+  int rc = fl_table_reserve(t, n);
+  if (rc != 0 && !FL_MUTANT_ON(22)) {
     pthread_mutex_unlock(&t->write_lock);
-    return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "table %u '%s': no memory for %zu more rows", t->id,
-                   t->name, n);
+    return fl_fail(s, FL_ERR_OUT_OF_MEMORY, "table %u '%s': %s for %zu more rows", t->id, t->name,
+                   fl_table_reserve_why(rc), n);
   }
   local_put(s, t->id, ids, n, vectors);
   pthread_mutex_unlock(&t->write_lock);

@@ -221,13 +221,14 @@ fl_status fl_store_fill_synthetic(fl_store *s, uint32_t table, uint64_t seed) {
   fl_fill_job job = {t, seed, 0, malloc(FL_FILL_BATCH * sizeof(uint64_t)),
                      malloc(FL_FILL_BATCH * t->row_bytes)};
   pthread_mutex_lock(&t->write_lock);
-  if (!job.ids || !job.vec || s->ops->reserve(s, table, corpus) != 0) {
+  int rc = job.ids && job.vec ? s->ops->reserve(s, table, corpus) : FL_TABLE_NO_MEMORY;
+  if (rc != 0) {
     pthread_mutex_unlock(&t->write_lock);
     free(job.ids);
     free(job.vec);
     return fl_fail(s, FL_ERR_OUT_OF_MEMORY,
-                   "fl_store_fill_synthetic: table %u '%s': no memory for %llu rows", table,
-                   t->name, (unsigned long long)corpus);
+                   "fl_store_fill_synthetic: table %u '%s': %s for %llu rows", table, t->name,
+                   fl_table_reserve_why(rc), (unsigned long long)corpus);
   }
   fl_status st = FL_OK;
   for (; job.k0 < corpus && st == FL_OK; job.k0 += FL_FILL_BATCH) {

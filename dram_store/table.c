@@ -67,18 +67,24 @@ int fl_table_reserve(fl_table *t, uint64_t n) {
      * size just sweeps tombstones. */
     uint64_t extra = n > ix->live ? n : ix->live;
     fl_hindex *nx = fl_hindex_rebuild(&env->mem, ix, extra);
-    if (!nx) return -1;
+    if (!nx) return FL_TABLE_NO_MEMORY;
     atomic_store(&t->index, nx);
     fl_grace_wait(&env->grace);
     fl_hindex_free(&env->mem, ix);
   }
-  if (fl_rows_reserve(&t->slots, &env->mem, &env->grace, n) != 0) return -1;
+  if (fl_rows_reserve(&t->slots, &env->mem, &env->grace, n) != 0) return FL_TABLE_NO_MEMORY;
   /* A GPU reads the slots in place: a chunk is registered before any of its
-   * slots is handed out (write_lock held, as zero_copy.c maps them). */
+   * slots is handed out. */
   int (*map)(void *, size_t) = t->cached ? NULL : atomic_load(&env->map_chunk);
+  return map && fl_table_map_slots(t, map) != 0 ? FL_TABLE_UNREGISTERED : 0;
+}
+
+int fl_table_map_slots(fl_table *t, int (*map)(void *p, size_t bytes)) {
   unsigned char **dir = atomic_load(&t->slots.dir);
-  for (; map && t->slots.mapped < t->slots.chunks; t->slots.mapped++)
+  while (t->slots.mapped < t->slots.chunks) {
     if (map(dir[t->slots.mapped], FL_ROWS_CHUNK_BYTES) != 0) return -1;
+    t->slots.mapped++;
+  }
   return 0;
 }
 

@@ -66,10 +66,22 @@ void fl_table_fini(fl_table *t);
 size_t fl_table_first_out_of_range(const fl_table *t, const uint64_t *ids, size_t n);
 
 /* Writer (write_lock held): room for n new ids without allocating, in
- * chunks a GPU can read while the store is mapped (zero_copy.c); 0, or -1
- * when out of memory or a chunk could not be registered (nothing visible
- * changed). */
+ * chunks a GPU can read while the store is mapped (zero_copy.c); 0,
+ * FL_TABLE_NO_MEMORY, or FL_TABLE_UNREGISTERED when a new chunk could not
+ * be registered for the GPU (nothing visible changed either way). */
+#define FL_TABLE_NO_MEMORY (-1)
+#define FL_TABLE_UNREGISTERED (-2)
 int fl_table_reserve(fl_table *t, uint64_t n);
+/* Writer (write_lock held): registers, through map, the slot chunks not
+ * registered yet (zero_copy.c); 0, or -1 when a map failed (the chunks
+ * before it stay registered). */
+int fl_table_map_slots(fl_table *t, int (*map)(void *p, size_t bytes));
+/* What a failed fl_table_reserve lacked, for its caller's message:
+ * "<why> for N more rows". */
+static inline const char *fl_table_reserve_why(int rc) {
+  return rc == FL_TABLE_UNREGISTERED ? "no memory a GPU reading the store could register"
+                                     : "no memory";
+}
 /* Writer: stores `vec` as id's row (id in range, room reserved); 1 when the
  * id is new. */
 int fl_table_put(fl_table *t, uint64_t id, const void *vec);

@@ -25,8 +25,8 @@ typedef struct fl_store_ops {
   fl_status (*write)(fl_store *s, uint32_t table, const uint64_t *ids, size_t n,
                      const void *vectors);
   /* fl_store_fill_synthetic, which holds the table's write lock meanwhile:
-   * `reserve` room for every row the fill makes (0, or -1 when out of
-   * memory: nothing is written), then `put` batch after batch, telling no
+   * `reserve` room for every row the fill makes (0, or fl_table_reserve's
+   * failure, table.h: nothing is written), then `put` batch after batch, telling no
    * one. After the lock is released, `changed` tells that any row of the
    * table may have changed, even after a failed put. */
   int (*reserve)(fl_store *s, uint32_t table, uint64_t rows);

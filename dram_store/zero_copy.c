@@ -40,11 +40,7 @@ static void unmap_slots(fl_store *s, fl_table *t) {
 /* Maps the chunks of table t there are; new ones follow in fl_table_reserve. */
 static int map_slots(fl_table *t, fl_region_fn map) {
   pthread_mutex_lock(&t->write_lock);
-  unsigned char **dir = atomic_load(&t->slots.dir);
-  int rc = 0;
-  for (; t->slots.mapped < t->slots.chunks && rc == 0; t->slots.mapped++)
-    if (map(dir[t->slots.mapped], FL_ROWS_CHUNK_BYTES) != 0) rc = -1;
-  if (rc) t->slots.mapped--;
+  int rc = fl_table_map_slots(t, map);
   pthread_mutex_unlock(&t->write_lock);
   return rc;
 }

@@ -174,8 +174,8 @@ fl_status fl_phase_misses(fl_part_batch *b, const fl_run_views *v, int want_refs
    * enough (zero_copy.h); the host fetches the rest. */
   const int mode = fl_zc_mode(k, cs->zc_limit);
   const void *const *in_place = mode != FL_ZC_NONE ? cs->zc_rows : NULL;
-  const uint64_t read = mode == FL_ZC_ALL ? k.misses + k.pointers : mode ? k.misses : 0;
-  *host_rows = fl_zc_host_rows(k, cs->zc_limit);
+  const uint64_t read = fl_zc_in_place_rows(k, cs->zc_limit);
+  *host_rows = k.all - read;
   *in_place_out = in_place != NULL;
   if (read) {
     fl_cache_add(c, FL_STAT_UNIQUE_MISSES, read);

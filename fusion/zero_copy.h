@@ -52,11 +52,6 @@ FL_HD void fl_zc_count_arg(fl_zc_count *k, const uint32_t *per_arg, uint32_t a,
   k->all += miss + ptr;
 }
 
-/* Sums two counts (the device's block sums). */
-FL_HD fl_zc_count fl_zc_sum(fl_zc_count x, fl_zc_count y) {
-  return (fl_zc_count){x.misses + y.misses, x.pointers + y.pointers, x.all + y.all};
-}
-
 /* Whether a batch with `rows` qualifying unique rows takes the device path. */
 FL_HD int fl_zc_take(uint64_t rows, uint64_t limit) { return rows > 0 && rows <= limit; }
 
@@ -70,10 +65,15 @@ FL_HD int fl_zc_mode(fl_zc_count k, uint64_t limit) {
   return q == k.all ? FL_ZC_ALL : k.misses ? FL_ZC_MISSES : FL_ZC_NONE;
 }
 
+/* Unique rows the GPU reads in place. */
+FL_HD uint64_t fl_zc_in_place_rows(fl_zc_count k, uint64_t limit) {
+  const int m = fl_zc_mode(k, limit);
+  return m == FL_ZC_ALL ? k.all : m == FL_ZC_MISSES ? k.misses : 0;
+}
+
 /* Unique rows left for the host to gather. */
 FL_HD uint64_t fl_zc_host_rows(fl_zc_count k, uint64_t limit) {
-  const int m = fl_zc_mode(k, limit);
-  return m == FL_ZC_ALL ? 0 : m == FL_ZC_MISSES ? k.all - k.misses : k.all;
+  return k.all - fl_zc_in_place_rows(k, limit);
 }
 
 /* How much cheaper reading in place must time to count as paying. None:

@@ -1466,6 +1466,10 @@ TEST(StoreTest, ZeroCopyMapsHashedSlotsAsTheyCome) {
   fl_store_table_stats before, after;
   FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 1, &before), s.get());
   EXPECT_EQ(write(10 * l.per_chunk, l.per_chunk), FL_ERR_OUT_OF_MEMORY);
+  EXPECT_STREQ(fl_store_last_error(s.get()),
+               ("table 1 'h': no memory a GPU reading the store could register for " +
+                std::to_string(l.per_chunk) + " more rows")
+                   .c_str());
   FL_ASSERT_OK_STORE(fl_store_stats(s.get(), 1, &after), s.get());
   EXPECT_EQ(after.rows, before.rows);
   g_map.fail_at = -1;
