@@ -96,7 +96,8 @@ def _torch_extensions() -> List[Extension]:
     return [Extension("fleche._torch_view", ["fleche/_torch_view.cc"], language="c++",
                       extra_compile_args=[f"-std={std}", "-O2", "-Wall", "-Werror",
                                           f"-D_GLIBCXX_USE_CXX11_ABI={abi}", *headers],
-                      library_dirs=libs, runtime_library_dirs=libs, libraries=["c10"])]
+                      library_dirs=libs, runtime_library_dirs=libs,
+                      libraries=["c10", "torch_cpu", "torch_python"])]
 
 
 setup(cmdclass={"build_py": BuildWithBazel}, ext_modules=[FAST, *_torch_extensions()])

@@ -7,7 +7,7 @@ the query's stream (timed too):
   prepared   PreparedQuery.run() of cache.prepare(ids, out=preallocated outputs):
              the serving loop's path, buffers checked and bound once
   query_out  Cache.query(ids, out=preallocated outputs)
-  query_new  Cache.query(ids), which allocates the outputs (torch.empty, ...)
+  query_new  Cache.query(ids), whose outputs fleche._fast makes (at::empty, np.empty)
   packed_out Cache.query_packed(tables, ids, counts, out): the same ids in one
              array, the vectors into one preallocated (tables * ids, dim) output
   packed_new Cache.query_packed(tables, ids, counts), which allocates that output

@@ -165,9 +165,11 @@ class Cache(_Owner):
             (missing="error"), and the other fleche.Error subclasses with the
             library's message.
         """
-        if out is not None and type(queries) is dict and type(out) is dict and not self.closed:
-            # The usual call in C (fleche/_fast.c); None: declined, nothing
-            # done, the Python path below raises or handles the rare case.
+        if (type(queries) is dict and (type(out) is dict or out is None and stream is None)
+                and not self.closed):
+            # The usual call in C (fleche/_fast.c), which makes the outputs
+            # when `out` is None; None: declined, nothing done, the Python
+            # path below raises or handles the rare case.
             done = self._fast_call(_fast.query, queries, out, stream_handle(stream))
             if done is not None:
                 return done

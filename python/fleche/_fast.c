@@ -4,7 +4,11 @@
  * protocol) or torch tensor (through fleche._torch_view's reader when the
  * package has one for the running torch, else its own accessors), checks
  * it, fills the fl_table_query array and calls fl_query with the GIL
- * released. It accepts only calls it can answer exactly as the Python path
+ * released. Called without `out` (and without a stream), it makes the
+ * outputs as Cache._bind would (empty_like): NumPy arrays for NumPy ids,
+ * torch tensors for torch ids through the reader's at::empty (torch.empty
+ * from Python costs a few us a tensor; without the reader such calls take
+ * the Python path). It accepts only calls it can answer exactly as the Python path
  * (Cache._bind, fleche/_buffers.py) would, with the same pointers and
  * stream. Anything else, including every call that would raise, it
  * declines (returns None) before any side effect, and Cache.query then
@@ -42,7 +46,7 @@ static PyObject *fast_torch_stream;
  * package was built without it or for another torch: a query of 52
  * tensors costs 2.5 us of C with it, 15.3 through the seven accessor calls
  * a tensor (fast_tensor_view; torch 1.13, host backend, 26 x 1). */
-static fast_torch_reader fast_torch_read;
+static const fast_torch_reader *fast_torch_read;
 static PyObject *fast_torch_reader_capsule; /* the capsule it came in, or None */
 
 /* Interned attribute names of torch tensors. */
@@ -150,9 +154,9 @@ declined:
 /* Makes `capsule` (FAST_TORCH_READER_CAPSULE, or None) the torch reader.
  * 0, or -1 with an exception. */
 static int fast_set_torch_reader(PyObject *capsule) {
-  fast_torch_reader read = NULL;
+  const fast_torch_reader *read = NULL;
   if (capsule != Py_None) {
-    read = (fast_torch_reader)PyCapsule_GetPointer(capsule, FAST_TORCH_READER_CAPSULE);
+    read = PyCapsule_GetPointer(capsule, FAST_TORCH_READER_CAPSULE);
     if (read == NULL) return -1;
   }
   Py_XSETREF(fast_torch_reader_capsule, Py_NewRef(capsule));
@@ -195,7 +199,7 @@ static int fast_view_of(PyObject *a, fast_view *v, Py_buffer *buf, PyObject **re
     *ref = Py_NewRef(a);
     if (fast_torch_read == NULL || Py_TYPE(a) != (PyTypeObject *)fast_tensor)
       return fast_tensor_view(a, v);
-    if (!fast_torch_read(a, v)) return 0;
+    if (!fast_torch_read->read(a, v)) return 0;
     v->torch = 1;
     v->torch_cuda = v->device != FAST_HOST;
     v->readonly = 0;
@@ -341,13 +345,32 @@ static int fast_cache_args(PyObject *const *args, void **cache, int *cache_devic
   return 0;
 }
 
+/* A new output for one table's read ids (iv) in a call without `out`, as
+ * _buffers.empty_like makes it: a NumPy array for NumPy ids, a torch
+ * tensor on the ids' device for torch ids (made by the reader). 1: *o
+ * made; 0: declined; -1: an exception. */
+static int fast_new_out(PyObject *ids, const fast_view *iv, Py_ssize_t dim, fast_dtype dtype,
+                        PyObject **o) {
+  Py_ssize_t n = iv->shape[0];
+  if (iv->torch) {
+    if (fast_torch_read == NULL) return 0;
+    *o = fast_torch_read->empty(ids, n, dim, dtype);
+    return *o != NULL;
+  }
+  if (iv->device != FAST_HOST) return 0;
+  *o = PyObject_CallFunction(fast_ndarray, "((nn)s)", n, dim,
+                             dtype == DT_FLOAT16 ? "float16" : "float32");
+  return *o != NULL ? 1 : -1;
+}
+
 /* query(cache, device, keys, queries, out, stream) -> the result dict (the
  * outputs by the queries' keys), an int fl_status when fl_query failed (the
  * caller raises with the cache's message on this thread), or None:
  * declined, nothing done. cache: the fl_cache pointer (an int, from
  * Handle.enter); device: the cache's CUDA ordinal, -1 on the host backend;
  * keys: Cache._keys; stream: a cudaStream_t int, or None for the default of
- * the arrays (as Cache._bind picks it). */
+ * the arrays (as Cache._bind picks it); out: a dict, or None for new
+ * outputs (fast_new_out; then stream must be None). */
 static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (nargs != 6) {
@@ -358,11 +381,13 @@ static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t na
   void *cache;
   int cache_device;
   if (fast_cache_args(args, &cache, &cache_device) != 0) return NULL;
-  if (fast_fl_query == NULL || !PyDict_CheckExact(queries) || !PyDict_CheckExact(out) ||
-      !PyDict_CheckExact(keys))
+  int given = out != Py_None;
+  if (fast_fl_query == NULL || !PyDict_CheckExact(queries) || !PyDict_CheckExact(keys) ||
+      (given ? !PyDict_CheckExact(out) : stream != Py_None))
     Py_RETURN_NONE;
   Py_ssize_t count = PyDict_GET_SIZE(queries);
-  if (count == 0 || count > UINT32_MAX || PyDict_GET_SIZE(out) != count) Py_RETURN_NONE;
+  if (count == 0 || count > UINT32_MAX || (given && PyDict_GET_SIZE(out) != count))
+    Py_RETURN_NONE;
   if (fast_load_torch() != 0) return NULL;
   fast_call c;
   if (fast_call_alloc(&c, count) != 0) return PyErr_NoMemory();
@@ -378,27 +403,39 @@ static PyObject *fast_query(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t dim;
     fast_dtype dtype;
     if (!fast_table(keys, key, &index, &dim, &dtype)) goto declined;
-    PyObject *o = PyDict_GetItemWithError(out, key);
-    if (o == NULL) {
-      PyErr_Clear();
-      goto declined;
-    }
     fast_view iv, ov;
-    if (!fast_view_of(ids, &iv, &c.bufs[2 * t], &c.refs[2 * t]) ||
-        !fast_view_of(o, &ov, &c.bufs[2 * t + 1], &c.refs[2 * t + 1]) ||
-        !fast_accepts(&iv, &ov, dim, dtype, cache_device))
-      goto declined;
+    if (!fast_view_of(ids, &iv, &c.bufs[2 * t], &c.refs[2 * t])) goto declined;
+    PyObject *o, *made = NULL;
+    if (given) {
+      o = PyDict_GetItemWithError(out, key);
+      if (o == NULL) {
+        PyErr_Clear();
+        goto declined;
+      }
+    } else {
+      int r = fast_new_out(ids, &iv, dim, dtype, &made);
+      if (r < 0) goto fail;
+      if (r == 0) goto declined;
+      o = made;
+    }
+    /* A made output lives on in the result and the view, by their references. */
+    int ok = fast_view_of(o, &ov, &c.bufs[2 * t + 1], &c.refs[2 * t + 1]) &&
+             fast_accepts(&iv, &ov, dim, dtype, cache_device);
+    int set = ok ? PyDict_SetItem(result, key, o) : 0;
+    Py_XDECREF(made);
+    if (set != 0) goto fail;
+    if (!ok) goto declined;
     if (iv.device != FAST_HOST || ov.device != FAST_HOST) torch_device |= iv.torch || ov.torch;
     if (t == 0) first_ids = iv;
     c.q[t] = (fl_table_query){index, (const uint64_t *)iv.addr, (size_t)iv.shape[0],
                               (void *)ov.addr};
-    if (PyDict_SetItem(result, key, o) != 0) goto fail;
     t++;
   }
   if (t != count) goto declined;
+  /* Made outputs are of the ids' kind: the ids alone pick the stream. */
   PyObject *first_out = NULL;
   pos = 0;
-  PyDict_Next(out, &pos, &key, &first_out);
+  if (given) PyDict_Next(out, &pos, &key, &first_out);
   fl_status st;
   int ran = fast_run(&c, cache, cache_device, stream, fast_torch_source(&first_ids, first_out),
                      torch_device, &st);

@@ -3,8 +3,10 @@
  * makes seven Python calls on it (dtype, is_cuda, is_cpu, get_device,
  * is_contiguous, shape, data_ptr: 0.25 us a tensor with torch 1.13 on a
  * 2-core CPU machine, 0.5 to 0.9 with torch 2.11 on the H200's host, so 13
- * to 47 us for a query of 26 tables' ids and outputs). The module holds
- * one capsule, READER (a fast_torch_reader, _fast_view.h), and the torch
+ * to 47 us for a query of 26 tables' ids and outputs), and makes the
+ * outputs of a query called without `out` (at::empty, where torch.empty
+ * from Python costs a few us a tensor). The module holds one capsule,
+ * READER (a fast_torch_reader, _fast_view.h), and the torch
  * version it was compiled against, TORCH_VERSION: at::Tensor's layout is
  * torch's own, so fleche._buffers hands the reader to _fast only when the
  * running torch is that version.
@@ -15,6 +17,7 @@
  * is (its libraries are then loaded). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <ATen/ATen.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/version.h>
 
@@ -59,6 +62,22 @@ int read_tensor(PyObject *obj, fast_view *v) noexcept {
   }
 }
 
+PyObject *empty(PyObject *like, Py_ssize_t n, Py_ssize_t dim, fast_dtype dtype) noexcept {
+  try {
+    const at::Tensor &t = THPVariable_Unpack(like);
+    at::TensorOptions options = at::TensorOptions()
+                                    .dtype(dtype == DT_FLOAT16 ? at::kHalf : at::kFloat)
+                                    .device(t.device());
+    PyObject *o = THPVariable_Wrap(at::empty({(int64_t)n, (int64_t)dim}, options));
+    if (o == nullptr) PyErr_Clear();
+    return o;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+const fast_torch_reader torch_reader = {read_tensor, empty};
+
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "fleche._torch_view",
                       "fleche._fast's reader of torch tensors", -1, nullptr};
 
@@ -67,7 +86,7 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "fleche._torch_view",
 PyMODINIT_FUNC PyInit__torch_view(void) {
   PyObject *m = PyModule_Create(&module);
   if (m == nullptr) return nullptr;
-  PyObject *reader = PyCapsule_New(reinterpret_cast<void *>(&read_tensor),
+  PyObject *reader = PyCapsule_New(const_cast<fast_torch_reader *>(&torch_reader),
                                    FAST_TORCH_READER_CAPSULE, nullptr);
   if (reader == nullptr || PyModule_AddObject(m, "READER", reader) != 0 ||
       PyModule_AddStringConstant(m, "TORCH_VERSION", TORCH_VERSION) != 0) {

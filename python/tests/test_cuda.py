@@ -230,6 +230,35 @@ def test_default_stream_is_torchs_current(gcache, c_calls):
     assert c_calls[-1][1] == torch.cuda.current_stream(DEV).cuda_stream
 
 
+def test_outputs_made_in_c(store, gcache, c_calls, monkeypatch):
+    # Without out=, C (fleche._fast, through the package's torch reader)
+    # makes the outputs of torch ids, on the ids' device and torch's current
+    # stream, and the Python binding is not called (after a first query,
+    # which takes it to learn the tables' keys).
+    if fleche._buffers.torch_reader(torch) is None:
+        pytest.skip("fleche._torch_view is not built for this torch (FLECHE_TORCH=1)")
+
+    def no_bind(*args):
+        raise AssertionError("the call took the Python path")
+
+    rng = np.random.default_rng(11)
+    q = {t.name: random_ids(rng, t, 300, 0.2) for t in store.tables}
+    gcache.query({name: as_torch(ids, DEV) for name, ids in q.items()})  # caches the keys
+    monkeypatch.setattr(fleche.Cache, "_bind", no_bind)
+    s = torch.cuda.Stream(device=DEV)
+    with torch.cuda.stream(s):
+        got = gcache.query({name: as_torch(ids, DEV) for name, ids in q.items()})
+    spans, stream = c_calls[-1]
+    assert stream == s.cuda_stream
+    s.synchronize()
+    for (name, ids), (_, _, n, out_ptr) in zip(q.items(), spans):
+        t = store.table(name)
+        o = got[name]
+        assert o.is_cuda and o.shape == (len(ids), t.dim) and o.dtype == TORCH_DTYPES[t.dtype]
+        assert out_ptr == o.data_ptr() and n == len(ids)
+        np.testing.assert_array_equal(numpy_of(o), store.gather(name, ids))
+
+
 def test_four_threads_each_on_its_own_stream(store, gcache):
     rng = np.random.default_rng(9)
     batches = [[{t.name: random_ids(rng, t, 100, 0.1) for t in store.tables} for _ in range(5)]

@@ -1,9 +1,10 @@
 """fleche._fast, Cache.query's C path, against the Python path it stands in
 for (Cache._bind): every call C accepts, _bind accepts with the same
-fl_table_query entries and the same result; every call _bind refuses, C
-declines (so the error is raised by Python, with its message); and the usual
-calls (NumPy arrays, torch CPU tensors) are accepted. C's fl_query is a spy
-here: nothing runs."""
+fl_table_query entries and the same result (called without `out`: outputs
+of the same kind, shape, dtype and device, C's own); every call _bind
+refuses, C declines (so the error is raised by Python, with its message);
+and the usual calls (NumPy arrays, torch CPU tensors) are accepted. C's
+fl_query is a spy here: nothing runs."""
 
 
 import numpy as np
@@ -30,6 +31,35 @@ def outcome(cache, spans, queries, out) -> str:
         return "declined"
     assert spans[-1] == list(b.words)
     assert list(got) == list(b.result) and all(got[k] is b.result[k] for k in got)
+    return "accepted"
+
+
+def address(a) -> int:
+    return a.data_ptr() if hasattr(a, "data_ptr") else a.__array_interface__["data"][0]
+
+
+def made_outcome(cache, spans, queries, stream=None) -> str:
+    """outcome() of a call without `out`, whose outputs C makes: of the
+    kind, shape, dtype and device _bind makes them, and C's entries are
+    _bind's but for the outputs, which are the new arrays'."""
+    try:
+        b = cache._bind(queries, None, None)
+    except fleche.Error:
+        b = None
+    got = _fast.query(cache._h.ptr, cache._fast_device, cache._keys, queries, None, stream)
+    if b is None:
+        assert got is None, "C accepted a call that Python refuses"
+        return "refused"
+    if got is None:
+        return "declined"
+    assert list(got) == list(b.result)
+    words = spans[-1]
+    for k, (key, want) in enumerate(b.result.items()):
+        o = got[key]
+        assert (type(o), o.shape, o.dtype) == (type(want), want.shape, want.dtype)
+        assert str(getattr(o, "device", "host")) == str(getattr(want, "device", "host"))
+        assert words[4 * k:4 * k + 3] == list(b.words[4 * k:4 * k + 3])
+        assert o.shape[0] == 0 or words[4 * k + 3] == address(o)
     return "accepted"
 
 
@@ -69,11 +99,26 @@ def test_numpy(cache, spans, case):
     assert outcome(cache, spans, queries, out) == want
 
 
+@pytest.mark.parametrize("case", [c for c in numpy_cases()  # those of ids only
+                                  if "output" not in c[0] or c[0].startswith("uint64")],
+                         ids=lambda c: c[0])
+def test_numpy_made_outputs(cache, spans, case):
+    _, queries, _, want = case
+    assert made_outcome(cache, spans, queries) == want
+
+
+def test_made_outputs_take_no_stream(cache, spans):
+    # A stream given with no `out`: Python allocates (and orders CuPy's) on it.
+    assert made_outcome(cache, spans, {"user": np.arange(N, dtype=np.uint64)}, 0) == "declined"
+
+
 @pytest.fixture(params=["accessors", "reader"])
 def torch_reads(request):
-    """torch, with _fast reading exact tensors through their accessors, or
-    through fleche._torch_view's reader (which python/ci.sh builds: under
-    --require-torch-cpu this case may not skip)."""
+    """(torch, whether the reader is on): _fast reading exact tensors
+    through their accessors, or through fleche._torch_view's reader (which
+    python/ci.sh builds: under --require-torch-cpu this case may not skip).
+    The reader also makes the outputs of torch ids in calls without `out`;
+    without it those calls take the Python path."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
     reader = None
     if request.param == "reader":
@@ -81,13 +126,13 @@ def torch_reads(request):
         if reader is None:
             pytest.skip("fleche._torch_view is not built for this torch (FLECHE_TORCH=1)")
     previous = _fast.use_torch_reader(reader)
-    yield torch
+    yield torch, reader is not None
     _fast.use_torch_reader(previous)
 
 
 @pytest.mark.torch_cpu
 def test_torch_cpu(cache, spans, torch_reads):
-    torch = torch_reads
+    torch, reader = torch_reads
     ids = torch.arange(N, dtype=torch.int64)
     out = torch.empty((N, 16))
     cases = [
@@ -109,3 +154,14 @@ def test_torch_cpu(cache, spans, torch_reads):
         ({"user": ids}, {"user": torch.empty((N, 16), device="meta")}, "refused"),
     ]
     assert [outcome(cache, spans, q, o) for q, o, _ in cases] == [want for _, _, want in cases]
+    made = "accepted" if reader else "declined"
+    ids_cases = [
+        ({"user": ids, "item": ids}, made),
+        ({"user": ids[1:]}, made),
+        ({"user": ids[:0]}, made),
+        ({"user": ids.numpy()}, "accepted"),  # NumPy ids: a NumPy output
+        ({"user": ids.to(torch.int32)}, "refused"),
+        ({"user": torch.arange(2 * N)[::2]}, "refused"),
+    ]
+    assert ([made_outcome(cache, spans, q) for q, _ in ids_cases] ==
+            [want for _, want in ids_cases])

@@ -1,6 +1,7 @@
 """Threads: four threads querying one cache at once, each checking against the
 store; and close() while queries are in flight."""
 
+import ctypes
 import threading
 import time
 
@@ -34,7 +35,7 @@ def test_four_threads_query_concurrently(store):
 def test_close_waits_for_queries_in_flight(monkeypatch, closing):
     """close() refuses new calls, waits for the calls in flight, then destroys
     the C object (fleche/_handle.py); Store.close() closes its caches first.
-    Four threads are held inside fl_query (a spy on the ctypes function) when
+    Four threads are held inside fl_query (a spy on both of its paths) when
     close() is called: close() must neither return nor destroy anything until
     they are released; each held query then answers the store's rows, and
     each thread's next query raises InvalidArgument."""
@@ -75,7 +76,11 @@ def test_close_waits_for_queries_in_flight(monkeypatch, closing):
         log.append("fl_query out")
         return st
 
+    # Held on both paths: the ctypes function and the pointer fleche._fast calls.
     monkeypatch.setattr(lib, "fl_query", held_query)
+    spy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                           ctypes.c_void_p)(held_query)
+    previous = fleche._fast.use_query(ctypes.cast(spy, ctypes.c_void_p).value)
     answered, refused, errors = [], [], []
 
     def worker(k: int) -> None:
@@ -113,6 +118,7 @@ def test_close_waits_for_queries_in_flight(monkeypatch, closing):
     closer.join(WAIT_S)
     for t in threads:
         t.join(WAIT_S)
+    fleche._fast.use_query(previous)
     assert not closer.is_alive() and not any(t.is_alive() for t in threads)
     assert not errors, errors
     assert sorted(answered) == [0, 1, 2, 3]
