@@ -48,6 +48,9 @@ typedef struct fl_part {
   fl_admit_shift shift;    /* its shift detector (host memory; admit_shift.h), and */
   _Atomic uint64_t quiet_lookups;  /* lookups it has not taken yet: of all-hit batches, */
   _Atomic uint64_t missed_lookups, missed_of; /* of batches with misses, and their misses */
+  /* Missed positions per lookup of the part's recent CUDA batches, a
+   * running average in units of 2^-20 (fl_phase_prewake). */
+  _Atomic uint32_t miss_share;
 } fl_part;
 
 typedef struct fl_table_counters {

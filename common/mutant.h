@@ -42,6 +42,7 @@
  * mutant 29 cuda: every missed position's warp reads its row in place itself, without the claim: positions of one id get copies of different versions (fusion/query_kernels.cu)
  * mutant 30 cuda: a hashed slot read in place at its reference is kept without the owner check: a slot reused by another id serves that id's row (fusion/query_kernels.cu)
  * mutant 31 host: the unified index takes pointers past the index's load: it fills until inserts fail, and every miss probes the whole limit (cache/evict.c)
+ * mutant 32 host: woken ahead of a job, the pool's workers spin only the usual 20 us and sleep again before it comes (common/parallel.c)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

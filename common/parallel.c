@@ -22,7 +22,15 @@
  * wake, only as many sleepers as the plan needs beyond the spinning
  * workers; the others sleep through the job. No mutex is taken on either
  * side: with a condition variable, every woken worker would take the pool's
- * mutex in turn, which costs more than a small gather itself. */
+ * mutex in turn, which costs more than a small gather itself.
+ *
+ * Waking ahead (fl_workers_prewake): a caller that knows a large job is
+ * coming raises `spin_until` and bumps `generation` with no job behind it;
+ * every worker comes out of its wait, finds no slot to claim, and spins
+ * until spin_until. A bump, not a bare futex wake: a worker between its
+ * check of generation and its futex_wait then returns at once (the word
+ * moved) instead of sleeping through the wake. Ticket generations stay
+ * distinct: each publish takes generation + 1 and bumps it after. */
 #include "common/parallel.h"
 
 #include "common/clock.h"
@@ -79,6 +87,7 @@ struct fl_workers {
   _Atomic int stop;
   _Atomic uint32_t last_helpers; /* helpers of the last planned job */
   _Atomic uint64_t last_start; /* the last helper's start, publish to claim (ns) */
+  _Atomic uint64_t spin_until; /* idle workers spin at least until then (fl_now_ns) */
   uint64_t last_wake_call;     /* the owner's last wake call (ns; 0: none) */
   fl_pool_learned learned;     /* the costs the jobs are planned with */
   /* The current job. */
@@ -118,18 +127,21 @@ static size_t run_chunks(fl_workers *w) {
 }
 
 /* Waits for a generation other than `seen` and returns it: spins for
- * FL_WORKER_SPIN_NS, then sleeps; a wake starts a new spin. Nothing wakes
- * idle workers ahead of a job: under several callers, a wake per caller
- * keeps the pool spinning on every core (serve_bench, 4 callers on 16
- * vCPUs: the pool's 15 threads wait 6.9 s for a CPU in a 2 s level, and the
- * callers' open-loop p99 nearly doubles), and for a caller alone it saves
- * a dense small batch's gather no more than the runs' spread; a hashed
- * one's about 20 us (PERFORMANCE_LOG, 2026-11-27).
+ * FL_WORKER_SPIN_NS (or until spin_until, when later), then sleeps; a wake
+ * starts a new spin. Waking ahead of a job is for large jobs only: under
+ * several callers of small ones, a wake per caller keeps the pool spinning
+ * on every core (serve_bench, 4 callers on 16 vCPUs: the pool's 15 threads
+ * wait 6.9 s for a CPU in a 2 s level, and the callers' open-loop p99
+ * nearly doubles), and for a caller alone it saves a dense small batch's
+ * gather no more than the runs' spread; a hashed one's about 20 us
+ * (PERFORMANCE_LOG, 2026-11-27).
  * *woke: when it last came out of a sleep (0: it has not slept). */
 static uint32_t next_job(fl_workers *w, uint32_t seen, uint64_t *woke) {
   *woke = 0;
   for (;;) {
-    uint64_t until = fl_now_ns() + FL_WORKER_SPIN_NS;
+    uint64_t until = fl_now_ns() + FL_WORKER_SPIN_NS,
+             ahead = atomic_load_explicit(&w->spin_until, memory_order_relaxed);
+    if (ahead > until && !FL_MUTANT_ON(32)) until = ahead;
     for (unsigned i = 0;; i++) {
       uint32_t g = atomic_load_explicit(&w->generation, memory_order_acquire);
       if (g != seen) return g;
@@ -411,6 +423,21 @@ void fl_workers_fix_costs(fl_workers *w, const fl_pool_costs *c) { fl_pool_fix(&
 void fl_workers_costs(const fl_workers *w, fl_range_fn fn, fl_pool_costs *out) {
   const fl_pool_pace *p = fn ? fl_pool_pace_find(&w->learned, (uintptr_t)fn) : NULL;
   fl_pool_costs_of(&w->learned, p, out);
+}
+
+void fl_workers_prewake(fl_workers *w, uint64_t until_ns) {
+  uint64_t was = atomic_load(&w->spin_until);
+  while (was < until_ns && !atomic_compare_exchange_weak(&w->spin_until, &was, until_ns)) {
+  }
+  /* After spin_until (both sequentially consistent): a worker that sees the
+   * new generation sees the new deadline. */
+  atomic_fetch_add(&w->generation, 1);
+  if (atomic_load(&w->sleepers) > 0) futex_wake(&w->generation, INT_MAX);
+}
+
+uint32_t fl_workers_asleep(const fl_workers *w) {
+  uint32_t asleep = atomic_load(&w->sleepers);
+  return asleep < w->n ? asleep : w->n;
 }
 
 uint32_t fl_workers_last_helpers(const fl_workers *w) {

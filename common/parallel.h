@@ -59,6 +59,15 @@ int fl_workers_start(fl_workers *w, size_t n, size_t grain, fl_range_fn fn, void
 int fl_workers_help(fl_workers *w);
 void fl_workers_wait(fl_workers *w);
 
+/* Wakes the idle workers ahead of a job the caller knows is coming: each
+ * spins (instead of sleeping) until until_ns (fl_now_ns's clock), so the
+ * job starts on spinning workers. For large jobs only: a wake per caller
+ * keeps the pool spinning on every core under several callers (parallel.c,
+ * next_job). A later deadline than the one held replaces it. */
+void fl_workers_prewake(fl_workers *w, uint64_t until_ns);
+/* How many workers are asleep (or about to be) now. */
+uint32_t fl_workers_asleep(const fl_workers *w);
+
 /* Plans every job with these costs instead of the learned ones, and learns
  * nothing meanwhile; NULL returns to the learned costs, as they were. For
  * tests and benchmarks (huge hand-off costs keep every job on its caller).

@@ -4,9 +4,42 @@
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
+#include "cache/cache.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/parallel.h"
 #include "dram_store/store_internal.h"
+
+/* Misses (at the part's recent share of its lookups) from which a batch
+ * wakes the store's pool ahead of its gather: 8,192 rows take the pool 60 us
+ * or more (7-12 ns a row on 8 threads, docs/PERFORMANCE.md), of which a
+ * sleeping helper's wake (10-40 us on the lent VMs) is a fifth or more. A
+ * server's requests (at most 2,048 samples over 26 tables: about 2,700
+ * misses at 95% hits) stay under it: a wake ahead for every caller of small
+ * batches kept the pool spinning on every core under 4 callers
+ * (PERFORMANCE_LOG, stop 30). */
+#define FL_PREWAKE_MISSES 8192u
+/* How long the woken workers spin: beyond the index phase of the largest
+ * batches measured (the default replay's 426,000 lookups: 85-95 us on the
+ * H200); past it they sleep, and the gather wakes them as usual. */
+#define FL_PREWAKE_SPIN_NS 300000ull
+/* The share's unit: 2^-20. */
+#define FL_SHARE_BITS 20
+
+void fl_phase_prewake(const fl_part_batch *b) {
+  uint64_t share = atomic_load_explicit(&b->c->parts[b->part].miss_share, memory_order_relaxed);
+  if (b->n_keys * share < ((uint64_t)FL_PREWAKE_MISSES << FL_SHARE_BITS)) return;
+  fl_workers_prewake(fl_store_workers(b->f->store), fl_now_ns() + FL_PREWAKE_SPIN_NS);
+}
+
+void fl_phase_note_misses(const fl_part_batch *b, uint64_t n_miss) {
+  _Atomic uint32_t *share = &b->c->parts[b->part].miss_share;
+  uint64_t now = b->n_keys ? (n_miss << FL_SHARE_BITS) / b->n_keys : 0;
+  uint64_t was = atomic_load_explicit(share, memory_order_relaxed);
+  /* Over about 8 batches. Callers of one part may lose each other's update,
+   * which moves the average no further than one batch would. */
+  atomic_store_explicit(share, (uint32_t)((7 * was + now) / 8), memory_order_relaxed);
+}
 
 int fl_phase_index(const fl_part_batch *b, const fl_run_setup *s, const fl_run_views *v,
                    int clear_set, int gated, fl_launch_to to, void **prof) {

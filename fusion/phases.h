@@ -1,7 +1,7 @@
 /* phases.h: the CUDA engine's phases, shared by its entry points
  * (query_cuda.c: one-shot and prepared runs) and the prepared query's
  * answerer (plan.c: launched runs): the index phase's launches, the wait for
- * the counters, the host's share of the misses, the scatter, the end of a
+ * the counters, the store's pool woken ahead, the host's share of the misses, the scatter, the end of a
  * run's reads, and the admission job. */
 #ifndef FL_FUSION_PHASES_H
 #define FL_FUSION_PHASES_H
@@ -30,6 +30,14 @@ fl_status fl_phase_wait_word(fl_cache *c, const uint32_t *word, uint32_t want, u
 /* fl_phase_wait_word for the bits of `mask` only. */
 fl_status fl_phase_wait_bits(fl_cache *c, const uint32_t *word, uint32_t mask, uint32_t want,
                              uint64_t check_ns, void *stream, const char *what);
+
+/* Wakes the store's gather pool ahead of a batch whose misses, at its
+ * part's recent share (fl_phase_note_misses), would be a large gather: its
+ * workers then spin, not sleep, until the counters come. Called once the
+ * index phase is enqueued. */
+void fl_phase_prewake(const fl_part_batch *b);
+/* Adds a batch's missed positions to its part's running share. */
+void fl_phase_note_misses(const fl_part_batch *b, uint64_t n_miss);
 
 /* Whether a run reads unified-index pointer rows in place (zero_copy.h):
  * one-shot runs. A prepared query's graph does not: its gate kernels

@@ -4,7 +4,9 @@
  *      deduplicates the misses and unified-index hits into unique rows whose
  *      ids it writes straight into pinned host memory (miss_set.h); its
  *      last block writes the counters there too and raises a flag;
- *   3. the host polls the flag, while
+ *   3. the host polls the flag (having woken the store's threads ahead
+ *      when the part's recent batches missed enough for a large gather),
+ *      while
  *   4. the decoupled hit-copy kernel runs on the caller's stream;
  *   5. the unique rows gathered from the store into pinned staging (pointer
  *      rows through their references) by the store's threads, while this
@@ -134,6 +136,7 @@ static fl_status run_counters(run *r, uint64_t *t1) {
   fl_query_timing_here()->index_wait_ns += *t1 - t0;
   fl_cache_add(c, FL_STAT_NS_INDEX, *t1 - r->t0);
   r->n_miss = v->h_counters[0];
+  fl_phase_note_misses(b, r->n_miss);
   uint64_t bad = v->h_counters[1];
   if (bad != ~0ull) {
     uint64_t id;
@@ -238,6 +241,7 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     r.handed_over = 1;
     return run_end(&r, FL_OK);
   }
+  if (st == FL_OK) fl_phase_prewake(b);
   uint64_t t1 = 0;
   if (st == FL_OK) st = run_counters(&r, &t1);
   if (t1) tm->index_ns += t1 - ready;

@@ -4,8 +4,9 @@
 // caller alone and a large one calls in the workers, with the same results;
 // the pool learns its costs; a started job overlaps the caller's own work,
 // its watcher runs what stalled helpers have not taken, a busy pool runs a
-// second caller's range on that caller, and waking ahead leaves jobs
-// intact; its threads carry its name. The courier
+// second caller's range on that caller, and workers woken ahead spin until
+// the deadline, then sleep, and leave jobs intact; its threads carry its
+// name. The courier
 // (common/courier.h): jobs run in order, off the poster's thread, one at a
 // time; posts never wait, a waiting job is shed by a newer one of its key or
 // by fl_courier_shed; wait, idle and destroy wait for jobs; its thread
@@ -25,6 +26,7 @@
 #include <vector>
 
 extern "C" {
+#include "common/clock.h"
 #include "common/courier.h"
 #include "common/parallel.h"
 }
@@ -288,6 +290,39 @@ TEST(Workers, OneThreadPoolRunsEverythingOnTheCaller) {
   fl_workers_fix_costs(p.w, &kHelpers);
   Counts c(100);
   EXPECT_EQ(fl_workers_start(p.w, c.hits.size(), 1, count_range, &c), 0);
+  fl_workers_for(p.w, c.hits.size(), 1, count_range, &c);
+  ExpectEachOnce(c);
+}
+
+// Polls until pred holds or `ms` pass; whether it held.
+template <class Pred>
+bool Within(int ms, Pred pred) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Fails when a wake ahead leaves sleeping workers asleep, when they sleep
+// again before its deadline (mutant 32), when they never sleep after it,
+// or when a job after it loses or repeats items.
+TEST(Workers, WokenAheadWorkersSpinUntilTheDeadlineThenSleep) {
+  Pool p(4);
+  ASSERT_TRUE(Within(5000, [&] { return fl_workers_asleep(p.w) == 3; }));
+  const uint64_t until = fl_now_ns() + 400'000'000ull;
+  fl_workers_prewake(p.w, until);
+  ASSERT_TRUE(Within(300, [&] { return fl_workers_asleep(p.w) == 0; }));
+  // Awake through the deadline (a preempted spinner does not count as asleep).
+  while (fl_now_ns() + 50'000'000ull < until) {
+    ASSERT_EQ(fl_workers_asleep(p.w), 0u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(Within(5000, [&] { return fl_workers_asleep(p.w) == 3; }));
+  fl_workers_fix_costs(p.w, &kHelpers);
+  fl_workers_prewake(p.w, fl_now_ns() + 50'000'000ull);
+  Counts c(10000);
   fl_workers_for(p.w, c.hits.size(), 1, count_range, &c);
   ExpectEachOnce(c);
 }
