@@ -113,6 +113,14 @@ const void *fl_store_dense_rows(const fl_store *s, uint32_t table);
  * store's local tier); vec_stride 0 for the others. */
 fl_slot_layout fl_store_slot_layout(const fl_store *s, uint32_t table);
 
+/* Up to n rows of a table whose slots are read in place (as
+ * fl_store_slot_layout tells), picked at random positions of its index
+ * (seed): their ids and references. Returns how many (fewer when the table
+ * holds few rows; 0 for other tables). Takes the table's write lock. For
+ * timing reads of such rows (the cache's zero-copy calibration). */
+uint64_t fl_store_sample_rows(fl_store *s, uint32_t table, uint64_t n, uint64_t seed,
+                              uint64_t *ids, uint64_t *refs);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,9 @@
  * hashed tables' slots, mapped for device access once however many caches
  * ask. Slot chunks come and go with writes: each is mapped under its table's
  * write_lock, here for the chunks there are and by fl_table_reserve for
- * those it adds while the store is mapped (env->map_chunk). */
+ * those it adds while the store is mapped (env->map_chunk); and a sample of
+ * a hashed table's rows for the cache to time reads of them. */
+#include "common/hash.h"
 #include "dram_store/store_impl.h"
 
 /* Region i of the fixed ones zero-copy readers touch; 0 past the last. */
@@ -102,4 +104,26 @@ fl_slot_layout fl_store_slot_layout(const fl_store *s, uint32_t table) {
   if (table < s->n_tables && slots_readable(&s->tables[table]))
     l = (fl_slot_layout){s->tables[table].slots.per_chunk, (uint32_t)s->tables[table].slots.vec_stride};
   return l;
+}
+
+uint64_t fl_store_sample_rows(fl_store *s, uint32_t table, uint64_t n, uint64_t seed,
+                              uint64_t *ids, uint64_t *refs) {
+  if (table >= s->n_tables || !slots_readable(&s->tables[table])) return 0;
+  fl_table *t = &s->tables[table];
+  uint64_t got = 0;
+  pthread_mutex_lock(&t->write_lock);
+  const fl_hindex *ix = atomic_load(&t->index);
+  /* Slots start + k * stride (odd) for k <= mask: each slot once, in an
+   * order without locality. The index is at most half used: 16 tries a row
+   * find it all but in tables of few rows. */
+  const uint64_t start = fl_hash2(seed, 0), stride = fl_hash2(seed, 1) | 1;
+  for (uint64_t k = 0; k < 16 * n && k <= ix->mask && got < n; k++) {
+    const fl_hslot *h = &ix->slot[(start + k * stride) & ix->mask];
+    uint32_t r = atomic_load_explicit(&h->row, memory_order_relaxed);
+    if (r == FL_HROW_EMPTY || r == FL_HROW_TOMB) continue;
+    ids[got] = atomic_load_explicit(&h->key, memory_order_relaxed);
+    refs[got++] = (uint64_t)(uintptr_t)fl_rows_vec(&t->slots, r);
+  }
+  pthread_mutex_unlock(&t->write_lock);
+  return got;
 }

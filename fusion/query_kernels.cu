@@ -374,15 +374,26 @@ __global__ void copy_hits(const fl_batch_arg *args, const uint64_t *scan_g, uint
   else stage_rows(args, n_args, m, ip, blocks);
 }
 
-// The calibration's reads in place (zc_calibrate.c): rows `ids` of one
-// table into dst, a warp a row under the seqlocks, as copy_hits reads a
-// batch's misses.
-__global__ void zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                         const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst) {
+// The calibration's reads in place (zc_calibrate.c): rows of one table
+// into dst, a warp a row under the seqlocks, as copy_hits reads a batch's
+// misses: dense rows `ids` (rows: the table's rows as the device sees
+// them), or, rows null, hashed rows at the references `ids` with their
+// slots' headers (slots: the table's layout), as pointer rows are read.
+__global__ void zc_probe(const uint8_t *rows, fl_slot_layout slots, uint32_t table,
+                         uint32_t vec_bytes, const uint64_t *ids, uint32_t n, const uint32_t *seq,
+                         uint8_t *dst) {
   const uint64_t r = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
-  if (r < n)
+  if (r >= n) return;
+  if (rows) {
     seq_copy(dst + r * vec_bytes, rows + ids[r] * vec_bytes, vec_bytes,
              seq + fl_seq_stripe(table, ids[r]), threadIdx.x & 31u);
+    return;
+  }
+  // No owner to ask for: the header is read all the same (its owner word
+  // when live), and the copy kept whatever the answer.
+  const uint64_t head = fl_slot_head(ids[r], slots);
+  seq_copy(dst + r * vec_bytes, (const uint8_t *)ids[r], vec_bytes,
+           seq + fl_slot_stripe(table, head), threadIdx.x & 31u, (const uint64_t *)head, 0);
 }
 
 // The gate of a prepared query's graph (fl_gate), one warp: first hands the
@@ -517,11 +528,11 @@ extern "C" int fl_launch_gated_scatter(const fl_batch_arg *args, const uint64_t 
   return (int)fl_launch_kernel(to, (const void *)gated_scatter, 132, kThreads, 0, scatter);
 }
 
-extern "C" int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                                  const uint64_t *ids, uint32_t n, const uint32_t *seq,
-                                  uint8_t *dst, void *stream) {
+extern "C" int fl_launch_zc_probe(const uint8_t *rows, fl_slot_layout slots, uint32_t table,
+                                  uint32_t vec_bytes, const uint64_t *ids, uint32_t n,
+                                  const uint32_t *seq, uint8_t *dst, void *stream) {
   if (n == 0) return 0;
-  void *params[] = {&rows, &table, &vec_bytes, &ids, &n, &seq, &dst};
+  void *params[] = {&rows, &slots, &table, &vec_bytes, &ids, &n, &seq, &dst};
   return (int)fl_launch_kernel(fl_launch_on(stream), (const void *)zc_probe,
                                grid_for(32ull * n), kThreads, 0, params);
 }

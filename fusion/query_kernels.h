@@ -57,12 +57,14 @@ typedef struct fl_in_place {
   uint64_t *stage_base;
   uint8_t *staging;
 } fl_in_place;
-/* The calibration's reads in place (zc_calibrate.c): rows ids[0..n) of one
- * table (rows: its dense rows as the device sees them, vec_bytes each) into
- * dst (device), one warp a row, as copy_hits reads misses. */
-int fl_launch_zc_probe(const uint8_t *rows, uint32_t table, uint32_t vec_bytes,
-                       const uint64_t *ids, uint32_t n, const uint32_t *seq, uint8_t *dst,
-                       void *stream);
+/* The calibration's reads in place (zc_calibrate.c): n rows of one table
+ * into dst (device), one warp a row, as copy_hits reads misses: dense rows
+ * ids[0..n) (rows: the table's rows as the device sees them, vec_bytes
+ * each), or, rows NULL, hashed rows at the references ids[0..n) with their
+ * slots' headers (slots: the table's layout). */
+int fl_launch_zc_probe(const uint8_t *rows, fl_slot_layout slots, uint32_t table,
+                       uint32_t vec_bytes, const uint64_t *ids, uint32_t n, const uint32_t *seq,
+                       uint8_t *dst, void *stream);
 /* The gate of a prepared query's graph (query_cuda.c): while the graph
  * waits on the device, the host gathers the batch's rows that are its to
  * gather into pinned staging, then raises the gate: it writes this run's

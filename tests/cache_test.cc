@@ -1953,6 +1953,87 @@ TEST_P(CacheTest, ZeroCopyLimitIsCalibratedByDefault) {
   EXPECT_EQ(Stats(set.get()).zero_copy_limit, cuda ? 6u : 0u);
 }
 
+// A store of hashed tables only, with the default zero_copy_rows (auto)
+// and unified entries: the cache times reads of a sample of the table's rows
+// at their references (CUDA: the host's side of the timing reads them by
+// reference, which the table's lookups count), and rows pointed at are then
+// read in place, up to the limit it picked, and answer the store's vectors.
+// An empty hashed store has no row to time: no limit. Fails when such a
+// store is not timed (mutant 33: its pointer rows then always take the
+// host's path). The limit itself is a measurement: a run under a sanitizer
+// picks 0.
+TEST_P(CacheTest, HashedOnlyStoreCalibratesItsPointerReads) {
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  const fl_table_desc only[] = {tables_[3]};
+  const uint32_t dim = only[0].dim;
+  auto hashed_store = [&](uint64_t rows) {
+    fl_store *s = nullptr;
+    EXPECT_EQ(fl_store_create(only, 1, 2, &s), FL_OK) << fl_store_last_error(nullptr);
+    std::vector<uint64_t> ids(rows);
+    std::vector<float> vecs(rows * dim);
+    for (uint64_t k = 0; k < rows; k++) {
+      ids[k] = HashedId(k);
+      for (uint32_t j = 0; j < dim; j++) vecs[k * dim + j] = fl_synthetic_value(9, 0, ids[k], j);
+    }
+    if (s && rows) EXPECT_EQ(fl_store_upsert(s, 0, ids.data(), rows, vecs.data()), FL_OK);
+    return fl::Store(s);
+  };
+  fl_config cfg = Config(8 << 20, 0.0);  // admit nothing: misses leave pointers
+  cfg.unified_entries = 1 << 16;
+  ASSERT_EQ(cfg.zero_copy_rows, FL_ZERO_COPY_AUTO);
+  auto cache_of = [&](fl_store *s) {
+    fl_cache *c = nullptr;
+    EXPECT_EQ(fl_cache_create(s, &cfg, &c), FL_OK) << fl_cache_last_error(nullptr);
+    return fl::Cache(c);
+  };
+  fl::Store empty = hashed_store(0);
+  ASSERT_NE(empty, nullptr);
+  fl::Cache none = cache_of(empty.get());
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(Stats(none.get()).zero_copy_limit, 0u);
+  auto lookups = [](fl_store *s) {
+    fl_store_table_stats st;
+    EXPECT_EQ(fl_store_stats(s, 0, &st), FL_OK);
+    return st.lookups;
+  };
+
+  const uint64_t kRows = 4000;
+  fl::Store store = hashed_store(kRows);
+  ASSERT_NE(store, nullptr);
+  fl::Cache c = cache_of(store.get());
+  ASSERT_NE(c, nullptr);
+  const uint64_t limit = Stats(c.get()).zero_copy_limit, timed = lookups(store.get());
+  std::printf("zero_copy_limit %llu, %llu rows timed on the host\n", (unsigned long long)limit,
+              (unsigned long long)timed);
+  if (cuda) {
+    EXPECT_GE(timed, 64u) << "the hashed rows were not timed";
+  } else {
+    EXPECT_EQ(limit, 0u);
+    EXPECT_EQ(timed, 0u);
+  }
+  // k ids not asked before: the first query leaves their pointers, the
+  // second reads them in place when k is within the limit.
+  uint64_t next = 0;
+  auto in_place_of = [&](uint64_t k) {
+    std::vector<uint64_t> ids(k);
+    for (uint64_t i = 0; i < k; i++) ids[i] = HashedId(next++);
+    std::vector<float> out(k * dim), want(k * dim);
+    fl_table_query q = {0, ids.data(), k, out.data()};
+    EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_OK) << fl_cache_last_error(c.get());
+    EXPECT_EQ(fl_cache_sync(c.get()), FL_OK);
+    const uint64_t before = Stats(c.get()).zero_copy_rows;
+    std::fill(out.begin(), out.end(), -1.0f);
+    EXPECT_EQ(fl_query(c.get(), &q, 1, nullptr), FL_OK) << fl_cache_last_error(c.get());
+    fl_table_query w = {0, ids.data(), k, want.data()};
+    EXPECT_EQ(fl_store_gather(store.get(), &w, 1, FL_MISSING_ERROR, nullptr), FL_OK);
+    EXPECT_EQ(out, want) << k << " rows";
+    return Stats(c.get()).zero_copy_rows - before;
+  };
+  for (uint64_t k : std::vector<uint64_t>{1, 7, limit, limit + 1})
+    if (k >= 1 && next + k <= kRows)
+      EXPECT_EQ(in_place_of(k), k <= limit ? k : 0u) << k << " rows, limit " << limit;
+}
+
 // A failed CUDA runtime call of the caller's own (here an allocation too
 // large to be made) leaves its error as the thread's last one, until
 // something reads it; no later library call on that thread may take it for

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1424,6 +1425,36 @@ TEST(StoreTest, ZeroCopyRegionsAreMappedOnceOnPagesOfTheirOwn) {
 // before it returns, and one whose chunk cannot be mapped fails and leaves
 // the table as it was; the last unmap takes every chunk with it. Each
 // chunk's slot headers are where the kernels look for them (fl_slot_head).
+// The sample a cache times pointer reads on (fl_store_sample_rows): live
+// rows only, each once, with the references fl_store_refs gives; every live
+// row when asked for more than there are; none of a dense table. Fails when
+// removed rows, repeats or wrong references come back.
+TEST(StoreTest, SampledRowsAreLiveDistinctAndTheirOwn) {
+  std::vector<fl_table_desc> d = {{"a", 50, 8, FL_FP32, FL_IDS_DENSE},
+                                  {"h", 4096, 16, FL_FP32, FL_IDS_HASHED}};
+  Store s = MakeStore(d);
+  ASSERT_NE(s.get(), nullptr);
+  std::vector<uint64_t> ids(1000);
+  std::vector<float> rows(1000 * 16, 2.5f);
+  for (uint64_t i = 0; i < ids.size(); i++) ids[i] = i * 0x9e3779b97f4a7c15ull + 1;
+  FL_ASSERT_OK_STORE(fl_store_upsert(s.get(), 1, ids.data(), ids.size(), rows.data()), s.get());
+  FL_ASSERT_OK_STORE(fl_store_remove(s.get(), 1, ids.data(), 200), s.get());  // the first 200
+  const std::set<uint64_t> live(ids.begin() + 200, ids.end());
+  std::vector<uint64_t> got(2000), refs(2000), want(2000);
+  EXPECT_EQ(fl_store_sample_rows(s.get(), 0, 10, 1, got.data(), refs.data()), 0u);
+  for (uint64_t n : {300ull, 2000ull}) {
+    const uint64_t k = fl_store_sample_rows(s.get(), 1, n, 5, got.data(), refs.data());
+    EXPECT_EQ(k, n < live.size() ? n : live.size()) << n;
+    std::set<uint64_t> seen;
+    for (uint64_t i = 0; i < k; i++) {
+      EXPECT_EQ(live.count(got[i]), 1u) << "not a live id: " << got[i];
+      EXPECT_TRUE(seen.insert(got[i]).second) << "taken twice: " << got[i];
+    }
+    FL_ASSERT_OK_STORE(fl_store_refs(s.get(), 1, got.data(), k, want.data()), s.get());
+    for (uint64_t i = 0; i < k; i++) EXPECT_EQ(refs[i], want[i]) << "id " << got[i];
+  }
+}
+
 TEST(StoreTest, ZeroCopyMapsHashedSlotsAsTheyCome) {
   std::vector<fl_table_desc> d = {{"a", 50, 8, FL_FP32, FL_IDS_DENSE},
                                   {"h", 1 << 20, 64, FL_FP32, FL_IDS_HASHED}};
