@@ -270,6 +270,7 @@ static fl_status answer(gated_answer *a, fl_plan *pl) {
     uint64_t t1 = fl_now_ns();
     fl_cache_add(c, FL_STAT_NS_INDEX, t1 - a->t0);
     bad = v->h_counters[1];
+    fl_phase_note_misses(b, v->h_counters[0]);
     if (bad == ~0ull) st = answer_misses(a, pl, v->h_counters[0], t1, &round);
   }
   int ok = st == FL_OK && bad == ~0ull;

@@ -236,12 +236,12 @@ fl_status fl_query_part_cuda(fl_part_batch *b) {
     return run_end(&r, fl_fail(c, FL_ERR_OUT_OF_MEMORY, "out of host memory registering the query"));
   profile_begin(&r);
   st = run_index(&r);
+  if (st == FL_OK) fl_phase_prewake(b);
   if (st == FL_OK && r.gated) {
     fl_plan_hand_over(r.pl, b, &r.gen, r.want_refs, r.t0, r.ticket);
     r.handed_over = 1;
     return run_end(&r, FL_OK);
   }
-  if (st == FL_OK) fl_phase_prewake(b);
   uint64_t t1 = 0;
   if (st == FL_OK) st = run_counters(&r, &t1);
   if (t1) tm->index_ns += t1 - ready;
