@@ -16,43 +16,30 @@ from fleche import _fast
 N = 5
 
 
-def outcome(cache, spans, queries, out) -> str:
-    """"accepted" (by both, the same entries and result), "declined" (by C,
-    accepted by Python) or "refused" (by both: Python raises)."""
-    try:
-        b = cache._bind(queries, out, None)  # also caches the keys, as a first query does
-    except fleche.Error:
-        b = None
-    got = _fast.query(cache._h.ptr, cache._fast_device, cache._keys, queries, out, None)
-    if b is None:
-        assert got is None, "C accepted a call that Python refuses"
-        return "refused"
-    if got is None:
-        return "declined"
-    assert spans[-1] == list(b.words)
-    assert list(got) == list(b.result) and all(got[k] is b.result[k] for k in got)
-    return "accepted"
-
-
 def address(a) -> int:
     return a.data_ptr() if hasattr(a, "data_ptr") else a.__array_interface__["data"][0]
 
 
-def made_outcome(cache, spans, queries, stream=None) -> str:
-    """outcome() of a call without `out`, whose outputs C makes: of the
-    kind, shape, dtype and device _bind makes them, and C's entries are
-    _bind's but for the outputs, which are the new arrays'."""
+def outcome(cache, spans, queries, out, stream=None) -> str:
+    """"accepted" (by both, the same entries and result), "declined" (by C,
+    accepted by Python) or "refused" (by both: Python raises). out None: C
+    makes the outputs, which must be of the kind, shape, dtype and device
+    _bind makes them, C's entries _bind's but for the outputs, the new
+    arrays'."""
     try:
-        b = cache._bind(queries, None, None)
+        b = cache._bind(queries, out, None)  # also caches the keys, as a first query does
     except fleche.Error:
         b = None
-    got = _fast.query(cache._h.ptr, cache._fast_device, cache._keys, queries, None, stream)
+    got = _fast.query(cache._h.ptr, cache._fast_device, cache._keys, queries, out, stream)
     if b is None:
         assert got is None, "C accepted a call that Python refuses"
         return "refused"
     if got is None:
         return "declined"
     assert list(got) == list(b.result)
+    if out is not None:
+        assert spans[-1] == list(b.words) and all(got[k] is b.result[k] for k in got)
+        return "accepted"
     words = spans[-1]
     for k, (key, want) in enumerate(b.result.items()):
         o = got[key]
@@ -104,12 +91,12 @@ def test_numpy(cache, spans, case):
                          ids=lambda c: c[0])
 def test_numpy_made_outputs(cache, spans, case):
     _, queries, _, want = case
-    assert made_outcome(cache, spans, queries) == want
+    assert outcome(cache, spans, queries, None) == want
 
 
 def test_made_outputs_take_no_stream(cache, spans):
     # A stream given with no `out`: Python allocates (and orders CuPy's) on it.
-    assert made_outcome(cache, spans, {"user": np.arange(N, dtype=np.uint64)}, 0) == "declined"
+    assert outcome(cache, spans, {"user": np.arange(N, dtype=np.uint64)}, None, 0) == "declined"
 
 
 @pytest.fixture(params=["accessors", "reader"])
@@ -163,5 +150,5 @@ def test_torch_cpu(cache, spans, torch_reads):
         ({"user": ids.to(torch.int32)}, "refused"),
         ({"user": torch.arange(2 * N)[::2]}, "refused"),
     ]
-    assert ([made_outcome(cache, spans, q) for q, _ in ids_cases] ==
+    assert ([outcome(cache, spans, q, None) for q, _ in ids_cases] ==
             [want for _, want in ids_cases])
