@@ -1,8 +1,8 @@
 /* phases.h: the CUDA engine's phases, shared by its entry points
  * (query_cuda.c: one-shot and prepared runs) and the prepared query's
  * answerer (plan.c: launched runs): the index phase's launches, the wait for
- * the counters, the store's pool woken ahead, the host's share of the misses, the scatter, the end of a
- * run's reads, and the admission job. */
+ * the counters, the store's pool woken ahead, the host's share of the
+ * misses, the scatter, the end of a run's reads, and the admission job. */
 #ifndef FL_FUSION_PHASES_H
 #define FL_FUSION_PHASES_H
 
