@@ -61,6 +61,7 @@ typedef struct fl_admit_host_batch {
   const uint8_t *staging;     /* the unique rows, arg a's at stage_base[a] */
   const uint64_t *stage_base;
   const uint64_t *gen;        /* generations read before the fetch (fl_cache_generations) */
+  int force;                  /* a prefetch's: every row wins (fl_admit_rule.force) */
 } fl_admit_host_batch;
 
 /* Admits the batch's rows (see the top), making room first and, when a slab
@@ -75,7 +76,8 @@ fl_status fl_admit_host(struct fl_cache *c, const fl_admit_host_batch *b);
 typedef struct fl_admit_job fl_admit_job;
 
 /* A job for the batch whose misses b describes in device memory (the job
- * fills v, rule and pointer_room at launch); args (host) and
+ * fills v, rule and pointer_room at launch, keeping b->rule.force: a
+ * prefetch's batch admits every row); args (host) and
  * per_arg size what the round may take from the pool; n_miss: its missed
  * positions; *gen: the generations its fetch saw (taken, *gen set NULL);
  * have_refs: the fetch brought store references, so pointers may be
@@ -87,6 +89,12 @@ fl_admit_job *fl_admit_job_new(struct fl_cache *c, uint32_t part, const fl_admit
 /* Hands the job to the courier, once nothing else touches its scratch: a
  * newer round of the part may shed it at once. */
 void fl_admit_job_post(struct fl_cache *c, fl_admit_job *j);
+/* A prefetch's job, on the calling thread instead of the courier's (no
+ * newer round can shed it): launches its round and orders `stream` (a
+ * cudaStream_t) after it, so that work there from now on sees its rows.
+ * Returns the launch's failure; one of the round on the device is reported
+ * by a later call, as a query's round's is. Frees the job. */
+fl_status fl_admit_job_run(fl_admit_job *j, void *stream);
 /* Frees a job never posted. */
 void fl_admit_job_free(fl_admit_job *j);
 

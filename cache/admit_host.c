@@ -73,6 +73,7 @@ static fl_status admit(fl_cache *c, const fl_admit_host_batch *x) {
   uint32_t victim = p->freq ? p->freq->victim : 0;
   fl_admit_rule rule = c->rule;
   rule.open = fl_freq_shift_open(c, p);
+  rule.force = (uint32_t)x->force;
   for (uint64_t i = 0; i < all; i++) {
     candidate e = cand[i];
     uint32_t estimate = p->freq ? fl_sketch_estimate(&p->sketch, e.key) : 0;

@@ -12,6 +12,7 @@
 #include "cache/cuda_state.h"
 #include "common/clock.h"
 #include "common/courier.h"
+#include "common/cuda_check.h"
 #include "common/error.h"
 
 struct fl_admit_job {
@@ -29,10 +30,11 @@ struct fl_admit_job {
  * Coin winners among n rows: n p' on average, with p' the chance of a row
  * missed twice (repeated rows win more often, admit_coin.h); it asks for 4
  * standard deviations more. An estimate: a round short of slots leaves its
- * least frequent winners out. TinyLFU may admit every row: it asks for n. */
+ * least frequent winners out. TinyLFU may admit every row, and a prefetch
+ * (force) does: they ask for n. */
 static void add_need(const fl_cache *c, const fl_batch_arg *args, uint32_t n_args,
-                     const uint32_t *per_arg, uint64_t *need) {
-  double p = c->rule.policy == FL_ADMIT_TINYLFU ? 1.0 : c->fixed.cfg.admit_probability;
+                     const uint32_t *per_arg, int force, uint64_t *need) {
+  double p = c->rule.policy == FL_ADMIT_TINYLFU || force ? 1.0 : c->fixed.cfg.admit_probability;
   for (uint32_t a = 0; a < n_args; a++) {
     double pp = 1.0 - (1.0 - p) * (1.0 - p);
     double n = per_arg[FL_MISS_COUNTERS * a] + per_arg[FL_MISS_COUNTERS * a + 1], mean = n * pp;
@@ -52,7 +54,7 @@ fl_admit_job *fl_admit_job_new(fl_cache *c, uint32_t part, const fl_admit_batch 
     free(need);
     return NULL;
   }
-  add_need(c, args, b->n_args, per_arg, need);
+  add_need(c, args, b->n_args, per_arg, (int)b->rule.force, need);
   *j = (fl_admit_job){c, part, {*b, n_miss}, x, need, *gen, have_refs, release_x};
   *gen = NULL;
   return j;
@@ -83,8 +85,10 @@ static fl_status launch(fl_admit_job *j) {
   uint64_t limit = fl_cache_unified_limit(c, j->part);
   fl_admit_batch *b = &j->a.b;
   b->v = p->index;
+  const uint32_t force = b->rule.force; /* the batch's own (fl_admit_job_new) */
   b->rule = c->rule;
   b->rule.open = fl_freq_shift_open(c, p);
+  b->rule.force = force;
   b->pointer_room = j->have_refs && limit > p->dram_entries ? limit - p->dram_entries : 0;
   /* The round reads the scratch, and empties its miss set: the scratch is
    * busy until admit_done. */
@@ -94,11 +98,12 @@ static fl_status launch(fl_admit_job *j) {
   return st;
 }
 
-/* The courier's side of a job. A failure cannot reach the query, which has
- * returned: the part's round keeps it for the next settle to report
- * (fl_round_failed), and the scratch's miss set counts as dirty. */
-static void deliver(void *ctx) {
-  fl_admit_job *j = ctx;
+/* Launches the job's round, orders `stream` (when not NULL) after it, and
+ * frees the job. A failure the caller cannot report (keep: the courier's,
+ * whose query has returned) stays with the part's round for the next settle
+ * to report (fl_round_failed); either way the scratch's miss set counts as
+ * dirty. */
+static fl_status deliver_job(fl_admit_job *j, int keep, void *stream) {
   fl_cache *c = j->c;
   uint64_t t0 = fl_now_ns(), cpu0 = fl_thread_cpu_ns();
   fl_status st = cudaSetDevice(c->fixed.cuda->device) == cudaSuccess
@@ -107,16 +112,25 @@ static void deliver(void *ctx) {
   if (st == FL_OK) fl_round_wait(c, j->part);
   pthread_mutex_lock(&c->lock);
   if (st == FL_OK) st = launch(j);
+  /* Before the scratch is given back: its event marks this round's end
+   * until the scratch's next round records it again. */
+  if (st == FL_OK && stream)
+    st = FL_CUDA_CHECK(c, cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)j->x->admit_done, 0));
   if (st != FL_OK) {
     j->x->clean_set = NULL;
-    fl_round_failed(c, j->part, st, fl_error_get(c));
+    if (keep) fl_round_failed(c, j->part, st, fl_error_get(c));
   }
   pthread_mutex_unlock(&c->lock);
   fl_scratch_round_done(c, j->x, j->release_x);
   fl_cache_add(c, FL_STAT_NS_ADMISSION, fl_now_ns() - t0);
   fl_cache_add(c, FL_STAT_NS_MISS_CPU, fl_thread_cpu_ns() - cpu0);
   fl_admit_job_free(j);
+  return st;
 }
+
+static void deliver(void *ctx) { (void)deliver_job(ctx, 1, NULL); }
+
+fl_status fl_admit_job_run(fl_admit_job *j, void *stream) { return deliver_job(j, 0, stream); }
 
 /* A round shed before the courier started it: the batch is not admitted,
  * and its miss set, never reset, is dirty. */

@@ -42,6 +42,8 @@
 typedef struct fl_admit_rule {
   uint32_t policy;          /* fl_admit_policy */
   uint32_t open;            /* TinyLFU: the part's hot set moved (admit_shift.h): every row wins */
+  uint32_t force;           /* a prefetch's batch (fl_prefetch): every row wins, by any policy */
+  uint32_t pad_;
   uint64_t seed, threshold; /* the coin (admit_coin.h) */
 } fl_admit_rule;
 
@@ -71,9 +73,11 @@ FL_HD uint32_t fl_admit_victim(unsigned long long sum, unsigned long long n, uin
 
 /* 1 when a missed row wins a place: count is its missed lookups in the
  * batch, estimate its sketch estimate after the batch's additions (TinyLFU
- * only), victim the part's fl_admit_freq.victim. */
+ * only), victim the part's fl_admit_freq.victim. A prefetch's rows always
+ * win: it names rows a query is about to ask for. */
 FL_HD int fl_admit_wins(const fl_admit_rule *r, uint64_t batch, uint64_t key, uint32_t count,
                         uint32_t estimate, uint32_t victim) {
+  if (r->force && !FL_MUTANT_ON(34)) return 1;
   if (r->policy == FL_ADMIT_TINYLFU)
     return r->open || estimate * FL_VICTIM_ONE > victim + FL_VICTIM_MARGIN;
   return fl_admit_counted(r->seed, batch, key, r->threshold, count);

@@ -503,6 +503,9 @@ fl_status fl_cache_stats_get(const fl_cache *c, fl_cache_stats *out, fl_cache_ta
   out->rounds_starved = stat_of(m, FL_STAT_ROUNDS_STARVED);
   out->slabs_recycled = stat_of(m, FL_STAT_SLABS_RECYCLED);
   out->shift_opens = stat_of(m, FL_STAT_SHIFT_OPENS);
+  out->prefetches = stat_of(m, FL_STAT_PREFETCHES);
+  out->prefetch_lookups = stat_of(m, FL_STAT_PREFETCH_LOOKUPS);
+  out->prefetch_misses = stat_of(m, FL_STAT_PREFETCH_MISSES);
   out->allocations = c->fixed.cuda ? __atomic_load_n(&c->fixed.cuda->allocations, __ATOMIC_RELAXED) : 0;
   pthread_mutex_lock(&m->lock);
   /* Admission rounds that are over count; none is waited for. */

@@ -49,8 +49,10 @@ typedef struct fl_part {
   _Atomic uint64_t quiet_lookups;  /* lookups it has not taken yet: of all-hit batches, */
   _Atomic uint64_t missed_lookups, missed_of; /* of batches with misses, and their misses */
   /* Missed positions per lookup of the part's recent CUDA batches, a
-   * running average in units of 2^-20 (fl_phase_prewake). */
-  _Atomic uint32_t miss_share;
+   * running average in units of 2^-20 (fl_phase_prewake): of its queries
+   * [0] and of its prefetches [1], which miss far more (their queries then
+   * hit). */
+  _Atomic uint32_t miss_share[2];
 } fl_part;
 
 typedef struct fl_table_counters {

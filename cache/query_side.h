@@ -96,6 +96,9 @@ typedef enum fl_stat {
   FL_STAT_SHIFT_OPENS,
   FL_STAT_GPU_NS_INDEX,   /* cfg.profile only */
   FL_STAT_GPU_NS_HIT_COPY,
+  FL_STAT_PREFETCHES,
+  FL_STAT_PREFETCH_LOOKUPS,
+  FL_STAT_PREFETCH_MISSES,
   FL_STAT_COUNT
 } fl_stat;
 void fl_cache_add(fl_cache *c, fl_stat s, uint64_t v);

@@ -44,6 +44,7 @@
  * mutant 31 host: the unified index takes pointers past the index's load: it fills until inserts fail, and every miss probes the whole limit (cache/evict.c)
  * mutant 32 host: woken ahead of a job, the pool's workers spin only the usual 20 us and sleep again before it comes (common/parallel.c)
  * mutant 33 cuda: a store of hashed tables only is not calibrated: its pointer rows never read in place by default (fusion/zc_calibrate.c)
+ * mutant 34 host cuda: a prefetch's rows are admitted by the policy as a query's are, not all of them (cache/admit_rule.h)
  */
 #ifndef FL_COMMON_MUTANT_H
 #define FL_COMMON_MUTANT_H

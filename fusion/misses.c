@@ -146,11 +146,19 @@ void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg) {
   uint64_t lookups = 0, missed = 0;
   for (uint32_t a = 0; a < b->n_args; a++) {
     uint64_t misses = per_arg[FL_MISS_COUNTERS * a + 2], dram = per_arg[FL_MISS_COUNTERS * a + 3];
-    fl_cache_count_table(b->c, b->args[a].table, b->args[a].n, b->args[a].n - misses - dram, dram,
-                         misses);
+    if (!b->prefetch)
+      fl_cache_count_table(b->c, b->args[a].table, b->args[a].n, b->args[a].n - misses - dram, dram,
+                           misses);
     lookups += b->args[a].n, missed += misses + dram;
   }
-  fl_cache_count_shift(b->c, b->part, lookups, missed);
+  /* A prefetch's lookups are not the workload's: they count apart, and the
+   * shift detector does not see them (the query that follows does). */
+  if (b->prefetch) {
+    fl_cache_add(b->c, FL_STAT_PREFETCH_LOOKUPS, lookups);
+    fl_cache_add(b->c, FL_STAT_PREFETCH_MISSES, missed);
+  } else {
+    fl_cache_count_shift(b->c, b->part, lookups, missed);
+  }
 }
 
 fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id) {

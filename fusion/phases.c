@@ -27,13 +27,13 @@
 #define FL_SHARE_BITS 20
 
 void fl_phase_prewake(const fl_part_batch *b) {
-  uint64_t share = atomic_load_explicit(&b->c->parts[b->part].miss_share, memory_order_relaxed);
+  uint64_t share = atomic_load_explicit(&b->c->parts[b->part].miss_share[b->prefetch != 0], memory_order_relaxed);
   if (b->n_keys * share < ((uint64_t)FL_PREWAKE_MISSES << FL_SHARE_BITS)) return;
   fl_workers_prewake(fl_store_workers(b->f->store), fl_now_ns() + FL_PREWAKE_SPIN_NS);
 }
 
 void fl_phase_note_misses(const fl_part_batch *b, uint64_t n_miss) {
-  _Atomic uint32_t *share = &b->c->parts[b->part].miss_share;
+  _Atomic uint32_t *share = &b->c->parts[b->part].miss_share[b->prefetch != 0];
   uint64_t now = b->n_keys ? (n_miss << FL_SHARE_BITS) / b->n_keys : 0;
   uint64_t was = atomic_load_explicit(share, memory_order_relaxed);
   /* Over about 8 batches. Callers of one part may lose each other's update,
@@ -262,6 +262,7 @@ fl_admit_job *fl_phase_admit_job(const fl_part_batch *b, const fl_run_views *v, 
       .staging = v->staging,
       .choice = v->choice,
       .now = b->now,
+      .rule = {.force = (uint32_t)b->prefetch},
   };
   return fl_admit_job_new(b->c, b->part, &ab, b->args, v->h_per_arg, n_miss, gen, want_refs, x,
                           release_x);

@@ -23,7 +23,7 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_query_prepare: cache is NULL");
   if (!out) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query_prepare: out is NULL");
   *out = NULL;
-  fl_status st = fl_query_validate(c, queries, n_queries);
+  fl_status st = fl_query_validate(c, queries, n_queries, 0);
   if (st != FL_OK) return st;
   fl_prepared *p = calloc(1, sizeof *p);
   size_t n = n_queries ? n_queries : 1;
@@ -50,7 +50,7 @@ fl_status fl_query_prepare(fl_cache *c, const fl_table_query *queries, uint32_t 
 static fl_status run(fl_prepared *p, void *stream, int async, const char *call) {
   if (!p) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "%s: prepared query is NULL", call);
   if (p->plan) fl_plan_set_async(p->plan, async);
-  return fl_query_run(p->c, p->queries, p->n, stream, p->views, p->plan);
+  return fl_query_run(p->c, p->queries, p->n, stream, p->views, p->plan, 0);
 }
 
 fl_status fl_prepared_run(fl_prepared *p, void *stream) { return run(p, stream, 0, "fl_prepared_run"); }

@@ -14,15 +14,16 @@
 #include "fusion/query_kernels.h"
 #include "fusion/zc_calibrate.h"
 
-fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
-  if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: queries is NULL");
+fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n, int prefetch) {
+  const char *call = prefetch ? "fl_prefetch" : "fl_query";
+  if (n > 0 && !q) return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "%s: queries is NULL", call);
   uint64_t total = 0;
   uint32_t n_tables = fl_cache_fixed_of(c)->n_tables;
   for (uint32_t i = 0; i < n; i++) {
     if (q[i].table >= n_tables)
       return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u: table %u does not exist (%u tables)",
                      i, q[i].table, n_tables);
-    if (q[i].n > 0 && (!q[i].ids || !q[i].out))
+    if (q[i].n > 0 && (!q[i].ids || (!q[i].out && !prefetch)))
       return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "query %u (table %u): %s is NULL", i, q[i].table,
                      q[i].ids ? "out" : "ids");
     if (q[i].n > 0xffffffffull)
@@ -31,17 +32,19 @@ fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n) {
     total += q[i].n;
   }
   if (total > 0xffffffffull)
-    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "fl_query: %llu ids in one call, more than 2^32-1",
+    return fl_fail(c, FL_ERR_INVALID_ARGUMENT, "%s: %llu ids in one call, more than 2^32-1", call,
                    (unsigned long long)total);
   return FL_OK;
 }
 
 /* Builds part `part`'s batch from the queries of its tables; q[i] is the
- * caller's query first + i. */
+ * caller's query first + i. A prefetch's args have no outputs. */
 static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint32_t first,
-                       uint32_t n, fl_batch_arg *args, uint32_t *query_of, fl_part_batch *b) {
+                       uint32_t n, int prefetch, fl_batch_arg *args, uint32_t *query_of,
+                       fl_part_batch *b) {
   memset(b, 0, sizeof *b);
   b->c = c;
+  b->prefetch = prefetch;
   b->f = fl_cache_fixed_of(c);
   b->part = part;
   b->args = args;
@@ -52,7 +55,7 @@ static void make_batch(fl_cache *c, uint32_t part, const fl_table_query *q, uint
     fl_batch_arg *a = &args[b->n_args];
     memset(a, 0, sizeof *a);
     a->ids = q[i].ids;
-    a->out = q[i].out;
+    a->out = prefetch ? NULL : q[i].out;
     a->key_offset = b->n_keys;
     a->n = (uint32_t)q[i].n;
     a->table = q[i].table;
@@ -79,18 +82,24 @@ fl_status fl_cache_create(fl_store *store, const fl_config *cfg, fl_cache **out)
 
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_query: cache is NULL");
-  fl_status st = fl_query_validate(c, queries, n_queries);
-  return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL) : st;
+  fl_status st = fl_query_validate(c, queries, n_queries, 0);
+  return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL, 0) : st;
+}
+
+fl_status fl_prefetch(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
+  if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prefetch: cache is NULL");
+  fl_status st = fl_query_validate(c, queries, n_queries, 1);
+  return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL, 1) : st;
 }
 
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
-                       void *stream, const fl_query_view *views, fl_plan *plan) {
+                       void *stream, const fl_query_view *views, fl_plan *plan, int prefetch) {
   uint64_t t0 = fl_now_ns();
   fl_query_timing *timing = fl_query_timing_here();
   *timing = (fl_query_timing){0};
   fl_status st = FL_OK;
   const fl_cache_fixed *f = fl_cache_fixed_of(c);
-  fl_cache_add(c, FL_STAT_QUERIES, 1);
+  fl_cache_add(c, prefetch ? FL_STAT_PREFETCHES : FL_STAT_QUERIES, 1);
   fl_batch_arg *args = malloc((n_queries ? n_queries : 1) * sizeof *args);
   uint32_t *query_of = malloc((n_queries ? n_queries : 1) * sizeof *query_of);
   if (!args || !query_of) {
@@ -107,7 +116,7 @@ fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_qu
     uint32_t n = n_queries - first < FL_LAUNCH_MAX_QUERIES ? n_queries - first : FL_LAUNCH_MAX_QUERIES;
     for (uint32_t part = 0; part < f->n_parts && st == FL_OK; part++) {
       fl_part_batch b;
-      make_batch(c, part, queries + first, first, n, args, query_of, &b);
+      make_batch(c, part, queries + first, first, n, prefetch, args, query_of, &b);
       if (b.n_keys == 0) continue;
       b.now = now;
       b.stream = stream;

@@ -34,6 +34,8 @@ typedef struct fl_part_batch {
   const fl_query_view *views; /* CUDA, prepared queries: per caller's query (query_of),
                                  found once; NULL: found by this call */
   fl_plan *plan;        /* CUDA, a prepared query of one part batch; else NULL */
+  int prefetch;         /* fl_prefetch: no outputs (args' out NULL), every miss admitted
+                           before the call returns, counted apart */
 } fl_part_batch;
 
 /* The miss path's host side (misses.c). per_arg: FL_MISS_COUNTERS counters
@@ -69,12 +71,13 @@ fl_status fl_misses_refs(const fl_part_batch *b, const uint32_t *per_arg, const 
 /* The calling thread's fl_query_timing, which the engines add to (timing.c). */
 fl_query_timing *fl_query_timing_here(void);
 
-/* fl_query's checks (query.c); FL_OK or the failure, recorded on c. */
-fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n);
-/* fl_query after the checks: views and plan as in fl_part_batch (the plan
- * serves a call of one part batch only; NULL: none). */
+/* fl_query's checks (query.c), or fl_prefetch's (outputs may be NULL);
+ * FL_OK or the failure, recorded on c. */
+fl_status fl_query_validate(fl_cache *c, const fl_table_query *q, uint32_t n, int prefetch);
+/* fl_query (or fl_prefetch) after the checks: views and plan as in
+ * fl_part_batch (the plan serves a call of one part batch only; NULL: none). */
 fl_status fl_query_run(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
-                       void *stream, const fl_query_view *views, fl_plan *plan);
+                       void *stream, const fl_query_view *views, fl_plan *plan, int prefetch);
 /* Fills views[i] for queries[i] (CUDA caches). */
 void fl_query_cuda_views(const fl_table_query *queries, uint32_t n_queries, fl_query_view *views);
 /* A plan for a prepared query (NULL on out of memory); its destruction gives
@@ -100,7 +103,8 @@ fl_status fl_query_part_cuda(fl_part_batch *b);
 fl_status fl_query_cuda_reserve(fl_cache *c, uint64_t keys, uint32_t queries, uint32_t callers);
 
 /* Adds a part batch's lookups, misses and pointer hits to the per-table
- * counters, and to its part's for the shift detector. */
+ * counters, and to its part's for the shift detector; a prefetch's to the
+ * prefetch counters only. */
 void fl_query_count(const fl_part_batch *b, const uint32_t *per_arg);
 /* Message for an out-of-range id at batch position pos. */
 fl_status fl_query_range_error(const fl_part_batch *b, uint64_t pos, uint64_t id);

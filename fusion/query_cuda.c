@@ -16,7 +16,9 @@
  *   6. the cache's courier thread prepares admission (settling the last
  *      round, eviction, slots for the reservoirs) and launches it as a round
  *      on the maintenance stream (cache/admit.h), after the upload. The
- *      query's scratch stays busy until the round is over.
+ *      query's scratch stays busy until the round is over. A prefetch
+ *      (fl_prefetch) launches its round itself and orders its stream after
+ *      it; its outputs are the scratch's device buffer, never downloaded.
  * Outputs in unregistered host memory go through a device buffer and one
  * download at the end.
  *
@@ -205,7 +207,9 @@ static fl_status run_end(run *r, fl_status st) {
     else if (r->more_uses || st != FL_OK)
       cudaEventRecord((cudaEvent_t)r->s->x->busy_until, (cudaStream_t)b->stream);
     if (r->pl) fl_plan_end_run(r->pl, b, st == FL_OK, r->round && st == FL_OK);
-    if (r->round && st == FL_OK) {
+    if (r->round && st == FL_OK && b->prefetch) {
+      st = fl_admit_job_run(r->round, b->stream);
+    } else if (r->round && st == FL_OK) {
       fl_admit_job_post(c, r->round);
     } else if (r->round) {
       fl_admit_job_free(r->round);

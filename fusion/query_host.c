@@ -2,7 +2,8 @@
  * the CUDA kernels, run by the cache's worker threads over host memory with
  * the same index.h / flat_key.h / batch.h / miss_set.h functions. Admission
  * (cache/admit.h) runs before the call returns (the host has no second
- * stream to overlap it with). */
+ * stream to overlap it with). A prefetch has no outputs: it probes, fetches
+ * and admits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,11 +116,12 @@ static fl_status finish_misses(fl_part_batch *b, probe_ctx *x) {
   }
   cpu2 = fl_thread_cpu_ns();
   if (st == FL_OK) {
-    fl_workers_for(b->f->workers, x->n_miss, 4096, scatter_range, x);
+    if (!b->prefetch) fl_workers_for(b->f->workers, x->n_miss, 4096, scatter_range, x);
     uint64_t t1 = fl_now_ns();
     fl_cache_add(c, FL_STAT_NS_MISS_FETCH, t1 - t0);
-    fl_admit_host_batch ab = {b->part, b->now, b->args, b->n_args, x->per_arg, x->set,
-                              x->uniq_slot, x->uniq_refs, x->staging, x->stage_base, gen};
+    fl_admit_host_batch ab = {b->part,      b->now,       b->args,    b->n_args,
+                              x->per_arg,   x->set,       x->uniq_slot, x->uniq_refs,
+                              x->staging,   x->stage_base, gen,       b->prefetch};
     st = fl_admit_host(c, &ab);
     uint64_t t2 = fl_now_ns();
     fl_cache_add(c, FL_STAT_NS_ADMISSION, t2 - t1);
@@ -170,7 +172,7 @@ fl_status fl_query_part_host(fl_part_batch *b) {
     const fl_batch_arg *a = &b->args[fl_batch_find(x.offsets, b->n_args, x.bad_pos)];
     st = fl_query_range_error(b, x.bad_pos, a->ids[x.bad_pos - a->key_offset]);
   } else {
-    fl_workers_for(b->f->workers, n, 4096, copy_range, &x);
+    if (!b->prefetch) fl_workers_for(b->f->workers, n, 4096, copy_range, &x);
     uint64_t t2 = fl_now_ns();
     fl_cache_add(c, FL_STAT_NS_HIT_COPY, t2 - t1);
     fl_query_timing *tm = fl_query_timing_here();

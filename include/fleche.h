@@ -365,6 +365,25 @@ fl_backend fl_cache_backend(const fl_cache *c);
  * Thread-safe: many host threads may query at once, each on its own stream. */
 fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
 
+/* Looks ahead: names ids a coming fl_query will ask for, so that their
+ * misses are fetched from the store and cached now, while the caller's GPU
+ * runs other work (the current batch's model), and the query that follows
+ * finds them as hits. Every id not cached is admitted whatever the
+ * admission policy says (the caller says it will be used), as far as the
+ * pool has room: watermark eviction makes room as for any admission. The
+ * queries' out is not read or written (it may be NULL). ids may be host or
+ * device memory (CUDA). CUDA: the call returns once its misses are fetched
+ * and its admission is enqueued; the rows are cached when `stream` reaches
+ * that point: a query on `stream`, or on a stream made to wait for an event
+ * recorded there, finds them. Use a stream other than the one of the work
+ * it is to overlap. Host backend: cached on return. Bad input fails as
+ * fl_query's does, and admits nothing. Counted apart from queries: fl_cache_stats'
+ * prefetches and prefetch_lookups / prefetch_misses, not queries, lookups,
+ * hits or misses; the fetch's time and rows count in ns_miss_fetch and
+ * unique_misses as a query's do. Thread-safe, with queries and other
+ * prefetches. */
+fl_status fl_prefetch(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream);
+
 /* Where the calling thread's last fl_query or fl_prepared_run spent its
  * time, for finding a slow call's cause: wall-clock ns on the calling
  * thread, phases not overlapping (a launch, fl_prepared_launch, records
@@ -521,6 +540,9 @@ typedef struct fl_cache_stats {
   uint64_t zero_copy_stale;   /* CUDA: of zero_copy_rows, hashed rows read at a unified-index
                                  pointer whose slot no longer held the id (the store removed
                                  or moved it meanwhile): fetched again by id */
+  uint64_t prefetches;        /* fl_prefetch calls */
+  uint64_t prefetch_lookups;  /* ids they named */
+  uint64_t prefetch_misses;   /* of which were not cached: fetched and admitted */
 } fl_cache_stats;
 
 typedef struct fl_cache_table_stats {

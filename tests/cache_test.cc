@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1853,6 +1854,123 @@ TEST_P(CacheTest, UnifiedEntriesStopAtTheIndexLoad) {
 // Misses are deduplicated before the store is asked: a batch holding a few
 // ids many times looks each id up in the store once, and every position
 // still gets its row. (The store's gather: no row is read in place.)
+// fl_prefetch caches every row it names, whatever the admission policy
+// (here a coin that admits nothing), so that the query after it hits on all
+// of them; its ids may be host or device memory (CUDA), its outputs NULL;
+// it counts apart from queries; bad input fails as fl_query's does and
+// admits nothing.
+TEST_P(CacheTest, PrefetchedRowsAreHitsOfTheNextQuery) {
+  fl::Cache c = MakeCache(Config(8 << 20, 0.0));
+  ASSERT_NE(c, nullptr);
+  const bool cuda = GetParam().backend == FL_BACKEND_CUDA;
+  cudaStream_t stream = nullptr;
+  if (cuda) ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  std::mt19937_64 rng(21);
+  for (int round = 0; round < 2; round++) {
+    // Ids the store holds (the hashed table lacks some), repeats included.
+    std::vector<std::vector<uint64_t>> ids = Ids(rng, 300);
+    ids[3].erase(std::remove_if(ids[3].begin(), ids[3].end(),
+                                [](uint64_t id) {
+                                  for (uint64_t k = 0; k < 4000; k++)
+                                    if (HashedId(k) == id) return false;
+                                  return true;
+                                }),
+                 ids[3].end());
+    uint64_t n = 0, distinct = 0;
+    for (auto &t : ids) {
+      n += t.size();
+      distinct += std::set<uint64_t>(t.begin(), t.end()).size();
+    }
+    // Round 1 starts from an empty cache too.
+    FL_ASSERT_OK_CACHE(fl_cache_clear(c.get()), c.get());
+    fl_cache_stats cleared = Stats(c.get());
+    QueryAndCheck(c.get(), ids, stream, nullptr);
+    fl_cache_stats before = Stats(c.get());
+    EXPECT_EQ(before.admissions, cleared.admissions) << "the coin at 0 admitted a query's row";
+    // Round 1: ids in device memory (CUDA).
+    DeviceIo dev;
+    std::vector<fl_table_query> q(tables_.size());
+    for (size_t t = 0; t < tables_.size(); t++) {
+      q[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), nullptr};
+      if (cuda && round == 1 && !ids[t].empty()) {
+        void *d = dev.Buffer(t, ids[t].size() * 8);
+        ASSERT_NE(d, nullptr);
+        ASSERT_EQ(cudaMemcpy(d, ids[t].data(), ids[t].size() * 8, cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        q[t].ids = (const uint64_t *)d;
+      }
+    }
+    FL_ASSERT_OK_CACHE(fl_prefetch(c.get(), q.data(), (uint32_t)q.size(), stream), c.get());
+    fl_cache_stats now;
+    ASSERT_EQ(fl_cache_stats_get(c.get(), &now, nullptr, 0), FL_OK);
+    EXPECT_EQ(now.prefetches - before.prefetches, 1u);
+    EXPECT_EQ(now.prefetch_lookups - before.prefetch_lookups, n);
+    EXPECT_EQ(now.prefetch_misses - before.prefetch_misses, n);
+    EXPECT_EQ(now.queries, before.queries);
+    EXPECT_EQ(now.lookups, before.lookups);
+    // The query on the prefetch's stream, with no wait on the host between
+    // them, finds every row cached.
+    QueryAndCheck(c.get(), ids, stream, nullptr);
+    fl_cache_stats after = Stats(c.get());
+    EXPECT_EQ(after.admissions - before.admissions, distinct);
+    EXPECT_EQ(after.hits - before.hits, n) << "a prefetched row missed";
+    // Named again: all cached, nothing fetched.
+    FL_ASSERT_OK_CACHE(fl_prefetch(c.get(), q.data(), (uint32_t)q.size(), stream), c.get());
+    EXPECT_EQ(Stats(c.get()).prefetch_misses, after.prefetch_misses);
+  }
+  // Bad input: refused, nothing admitted, the message names what.
+  fl_cache_stats s = Stats(c.get());
+  std::vector<uint64_t> bad = {1, 2, 50};  // 50 is out of range for "small"
+  fl_table_query q = {0, bad.data(), bad.size(), nullptr};
+  EXPECT_EQ(fl_prefetch(c.get(), &q, 1, stream), FL_ERR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("id 50"), std::string::npos)
+      << fl_cache_last_error(c.get());
+  q.table = 9;
+  EXPECT_EQ(fl_prefetch(c.get(), &q, 1, stream), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("table 9"), std::string::npos);
+  q = {0, nullptr, 3, nullptr};
+  EXPECT_EQ(fl_prefetch(c.get(), &q, 1, stream), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fl_cache_last_error(c.get())).find("ids is NULL"), std::string::npos);
+  EXPECT_EQ(fl_prefetch(nullptr, &q, 1, stream), FL_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(Stats(c.get()).admissions, s.admissions);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+// Prefetches of random batches on their own threads beside queries on
+// others, with a pool small enough to evict: every answer equals the
+// store's, and the rows a thread prefetched answer right after as well.
+TEST_P(CacheTest, PrefetchesBesideConcurrentQueriesAnswerLikeTheStore) {
+  fl::Cache c = MakeCache(Config(256 << 10, 0.3));
+  ASSERT_NE(c, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> prefetchers;
+  for (int th = 0; th < 2; th++) {
+    prefetchers.emplace_back([&, th] {
+      cudaStream_t stream = nullptr;
+      if (GetParam().backend == FL_BACKEND_CUDA) cudaStreamCreate(&stream);
+      std::mt19937_64 rng(100 + th);
+      for (int k = 0; k < 40 && !stop; k++) {
+        std::vector<std::vector<uint64_t>> ids = Ids(rng, 200);
+        std::vector<fl_table_query> q(tables_.size());
+        for (size_t t = 0; t < tables_.size(); t++)
+          q[t] = {(uint32_t)t, ids[t].data(), ids[t].size(), nullptr};
+        if (fl_prefetch(c.get(), q.data(), (uint32_t)q.size(), stream) != FL_OK) failures++;
+        QueryAndCheck(c.get(), ids, stream, nullptr);
+        if (HasFailure()) failures++;
+      }
+      if (stream) cudaStreamDestroy(stream);
+    });
+  }
+  EXPECT_EQ(ConcurrentReaders(c.get(), 3, 20, 7, 150, 50), 0);
+  stop = true;
+  for (auto &t : prefetchers) t.join();
+  EXPECT_EQ(failures.load(), 0) << fl_cache_last_error(c.get());
+  fl_cache_stats s = Stats(c.get());
+  EXPECT_GT(s.prefetches, 0u);
+  EXPECT_GT(s.evictions, 0u) << "the pool never filled: the case tests no eviction";
+}
+
 TEST_P(CacheTest, DuplicateMissesAreFetchedOnce) {
   fl_config cfg = Config(8 << 20, 0.0);  // admit nothing: every lookup misses
   cfg.zero_copy_rows = 0;

@@ -53,6 +53,10 @@ typedef struct fl_replay_opts {
   double dram_budget_pct;   /* with store: local DRAM tier budget, % of the model's bytes */
   int verify;
   int prepared;             /* answer through prepared queries (fl_query_prepare) */
+  uint64_t model_us;        /* CUDA: GPU work after each batch's lookup, standing in for the
+                               model (model_delay.h); 0: none */
+  int lookahead;            /* CUDA: fl_prefetch of the next batch on a second stream once a
+                               batch's lookup and model are enqueued */
   const char *json;
   const char *plot;
   int quiet;                /* no progress bar */
@@ -113,17 +117,25 @@ fl_status fl_workload_cache(const fl_workload *w, const fl_replay_opts *o, fl_la
 
 typedef struct fl_runner fl_runner;
 
-/* Output buffers (device ones on the CUDA backend), the stream, the queries.
- * prepared: batches run through a prepared query on the runner's buffers,
- * prepared again (untimed) when a batch's shape differs from the last. */
-fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int prepared,
+/* Output buffers (device ones on the CUDA backend), the streams, the
+ * queries, as o asks: o->prepared: batches run through a prepared query on
+ * the runner's buffers, prepared again (untimed) when a batch's shape
+ * differs from the last; o->model_us: the stand-in model after each lookup;
+ * o->verify: sampled rows checked. */
+fl_status fl_runner_create(fl_cache *c, const fl_workload *w, const fl_replay_opts *o,
                            fl_runner **out);
 void fl_runner_destroy(fl_runner *r);
 /* Queries one batch and waits for it: *ms is the wall time of fl_query (or
- * fl_prepared_run) plus the stream synchronisation (ids already in place). With verify, sampled rows
- * are then compared with fl_store_gather. */
-fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms);
+ * fl_prepared_run), the model's enqueue and, with next (a look-ahead),
+ * fl_prefetch of next on the runner's second stream, then the stream's
+ * synchronisation (ids already in place): what a server waits for per
+ * batch. With verify, sampled rows are then compared with fl_store_gather. */
+fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, const fl_trace_batch *next,
+                          double *ms);
 uint64_t fl_runner_verified(const fl_runner *r);
+/* The look-aheads' mean time on the calling thread (fl_prefetch): whole,
+ * then of it setup, index phase and fetch (fl_query_timing); 0 without. */
+void fl_runner_lookahead_ms(const fl_runner *r, double ms[4]);
 uint64_t fl_runner_mismatches(const fl_runner *r);
 
 /* A progress bar on stderr, drawn only once a run passes 2 s. */
@@ -142,14 +154,16 @@ void fl_progress_end(fl_progress *p);
 
 /* The steady-state batch's floor, measured in the same run (replay_floor.c):
  * per steady batch, its all-hit time plus its distinct missed rows at the
- * store's memcpy-gather rate; the run's floor is the batch with the median
- * of those. */
+ * store's memcpy-gather rate (with --lookahead, the gather's time beyond
+ * the model's, which hides the rest); the run's floor is the batch with the
+ * median of those. */
 typedef struct fl_batch_floor {
   const char *missing;  /* NULL: measured; else why it was not (a phrase) */
   uint64_t batch;       /* the steady batch whose floor is the median */
-  double ms;            /* its floor: all_hit_ms + gather_ms */
-  double all_hit_ms;    /* its all-hit time */
+  double ms;            /* its floor: all_hit_ms + gather_ms - hidden_ms */
+  double all_hit_ms;    /* its all-hit time (the model's included) */
   double gather_ms;     /* its distinct missed rows at rows_per_s */
+  double hidden_ms;     /* --lookahead: of gather_ms, what the model's time covers */
   uint64_t rows;        /* its distinct missed rows */
   double rows_per_s;    /* the memcpy-gather rate */
   uint64_t rate_rows;   /* rows per gather of the rate: the steady batches' median
@@ -176,6 +190,8 @@ typedef struct fl_run {
   fl_index_health health;  /* the index at the end (before the floor's batches) */
   fl_cache_table_stats *tables; /* n_tables entries */
   uint64_t verified, mismatches;
+  double lookahead_ms[4];  /* --lookahead: fl_prefetch's mean time on the replay's thread
+                              (fl_runner_lookahead_ms) */
   fl_store_tier_stats tiers; /* the store's tiers during the run */
   fl_batch_floor floor;    /* with o->floor, after the timed batches */
 } fl_run;

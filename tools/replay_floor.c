@@ -2,7 +2,10 @@
  * same run after the timed batches (fl_batch_floor in replay.h): for every
  * steady batch, its all-hit time plus its distinct missed rows at the store's
  * memcpy-gather rate; the run's floor is the batch with the median of those,
- * set against the steady batches' median latency.
+ * set against the steady batches' median latency. With --lookahead the
+ * next batch's gather runs while this one's model does (--model-us): only
+ * the gather's time beyond the model's adds to the all-hit time (which
+ * includes the model).
  *
  * All-hit time. Each steady batch runs again on the same cache through the
  * same runner, with fl_cache_sync after each run so that the run's misses
@@ -59,7 +62,7 @@ static fl_status all_hit_time(fl_cache *c, fl_runner *rn, const fl_trace_batch *
     fl_cache_stats a, z;
     double x;
     fl_status s = fl_cache_stats_get(c, &a, NULL, 0);
-    if (s == FL_OK) s = fl_runner_query(rn, bt, &x);
+    if (s == FL_OK) s = fl_runner_query(rn, bt, NULL, &x);
     if (s == FL_OK) s = fl_cache_stats_get(c, &z, NULL, 0);
     if (s == FL_OK) s = fl_cache_sync(c);
     if (s != FL_OK) return s;
@@ -130,13 +133,21 @@ static fl_status gather_rate(const fl_workload *w, const fl_replay_opts *o, fl_b
   return ok ? FL_OK : FL_ERR_OUT_OF_MEMORY;
 }
 
+/* The gather's time beyond what the model hides (all of it without a look-ahead). */
+static double unhidden(const fl_replay_opts *o, double gather_ms) {
+  double model_ms = o->lookahead ? (double)o->model_us / 1e3 : 0;
+  return gather_ms > model_ms ? gather_ms - model_ms : 0;
+}
+
 /* Fills the floor of the median batch from the per-batch all-hit times. */
-static fl_status pick_median(const fl_run *run, uint64_t from, fl_batch_floor *f) {
+static fl_status pick_median(const fl_replay_opts *o, const fl_run *run, uint64_t from,
+                             fl_batch_floor *f) {
   uint64_t n = f->steady;
   double *fl = malloc(n * sizeof *fl);
   if (!fl) return FL_ERR_OUT_OF_MEMORY;
   for (uint64_t i = 0; i < n; i++)
-    fl[i] = f->all_hit_ms_of[i] + 1e3 * (double)fl_run_batch_rows(run, from + i) / f->rows_per_s;
+    fl[i] = f->all_hit_ms_of[i] +
+            unhidden(o, 1e3 * (double)fl_run_batch_rows(run, from + i) / f->rows_per_s);
   /* fl_percentile returns one of the values: the median batch is the one that has it. */
   double med = fl_percentile(fl, n, 0.5);
   uint64_t i = 0;
@@ -144,7 +155,8 @@ static fl_status pick_median(const fl_run *run, uint64_t from, fl_batch_floor *f
   f->batch = from + i;
   f->rows = fl_run_batch_rows(run, f->batch);
   f->all_hit_ms = f->all_hit_ms_of[i];
-  f->gather_ms = fl[i] - f->all_hit_ms;
+  f->gather_ms = 1e3 * (double)f->rows / f->rows_per_s;
+  f->hidden_ms = f->gather_ms - unhidden(o, f->gather_ms);
   f->ms = fl[i];
   f->steady_ms = fl_percentile(run->lat_ms + from, n, 0.5);
   f->ratio = f->steady_ms / f->ms;
@@ -172,7 +184,7 @@ fl_status fl_floor_measure(const fl_workload *w, const fl_replay_opts *o, fl_cac
     if (f->rate_rows == 0) f->rate_rows = 1;
     s = gather_rate(w, o, f);
   }
-  if (s == FL_OK && !f->missing) s = pick_median(run, from, f);
+  if (s == FL_OK && !f->missing) s = pick_median(o, run, from, f);
   free(rows);
   if (s == FL_OK)
     fprintf(stderr, "floor: %s: %s in %.2f s\n", run->label, f->missing ? "not measured" : "measured",

@@ -41,13 +41,14 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "--quiet")) return o->quiet = 1;
   if (!strcmp(a, "--fp16")) return o->dtype = FL_FP16, 1;
   if (!strcmp(a, "--hashed")) return o->hashed = 1;
+  if (!strcmp(a, "--lookahead")) return o->lookahead = 1;
   static const char *const with_value[] = {
       "--format", "--batch", "--batches", "--tables", "--scale", "--exponent", "--switch-at",
       "--switch-exponent", "--seed", "--dim", "--budget-pct", "--budget-bytes", "--unified",
       "--admit", "--admit-policy", "--max-load", "--key-bits", "--zero-copy-rows", "--watermarks",
       "--layout", "--backend",
       "--threads", "--model", "--model-npy", "--model-hugectr", "--store", "--store-ns",
-      "--dram-budget-pct", "--json", "--plot"};
+      "--dram-budget-pct", "--json", "--plot", "--model-us"};
   int known = 0;
   for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
   if (!known) return 0;
@@ -83,6 +84,7 @@ int fl_replay_parse_option(fl_replay_opts *o, int argc, char **argv, int *i) {
     return r > 0 && (o->dim == 0 || o->dim > 4096) ? fl_opt_bad(a, v, "1..4096") : r;
   }
   if (!strcmp(a, "--batches")) return fl_opt_u64(a, v, &o->batches);
+  if (!strcmp(a, "--model-us")) return fl_opt_u64(a, v, &o->model_us);
   if (!strcmp(a, "--switch-at")) return fl_opt_u64(a, v, &o->switch_at);
   if (!strcmp(a, "--seed")) return fl_opt_u64(a, v, &o->seed);
   if (!strcmp(a, "--budget-bytes")) return fl_opt_u64(a, v, &o->budget_bytes);
@@ -195,6 +197,11 @@ void fl_replay_print_options(FILE *f) {
       "  --prepared          query through prepared queries (fl_query_prepare), as a\n"
       "                      server with fixed buffers does; prepared again, untimed,\n"
       "                      when a batch's shape changes\n"
+      "  --model-us US       CUDA: US microseconds of GPU work after each batch's lookup\n"
+      "                      on its stream, standing in for the model [0]\n"
+      "  --lookahead         CUDA: name the next batch to the cache (fl_prefetch, on a\n"
+      "                      second stream) once a batch's lookup and model are\n"
+      "                      enqueued, so that its misses are fetched while they run\n"
       "Output:\n"
       "  --verify            check sampled rows of every batch against the store\n"
       "  --json FILE         the summary as JSON\n"

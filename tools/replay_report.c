@@ -57,12 +57,13 @@ static void print_floor(FILE *f, const fl_batch_floor *fl) {
   if (fl->missing) fprintf(f, "\nfloor of the steady-state batch: not measured: %s", fl->missing);
   if (fl->ms <= 0) return;
   fprintf(f, "\nfloor of the steady-state batch: %.4f ms = all-hit %.4f ms + %llu distinct misses "
-          "at the memcpy-gather rate %.3g rows/s (%u threads, %llu random rows a gather) %.4f ms; "
-          "batch %llu, the median of the steady batches' floors"
-          "\nsteady-state batch / floor: %.2fx (%.4f ms / %.4f ms)",
+          "at the memcpy-gather rate %.3g rows/s (%u threads, %llu random rows a gather) %.4f ms",
           fl->ms, fl->all_hit_ms, (unsigned long long)fl->rows, fl->rows_per_s, fl->threads,
-          (unsigned long long)fl->rate_rows, fl->gather_ms, (unsigned long long)fl->batch,
-          fl->ratio, fl->steady_ms, fl->ms);
+          (unsigned long long)fl->rate_rows, fl->gather_ms);
+  if (fl->hidden_ms > 0) fprintf(f, " - %.4f ms the model hides (look-ahead)", fl->hidden_ms);
+  fprintf(f, "; batch %llu, the median of the steady batches' floors"
+          "\nsteady-state batch / floor: %.2fx (%.4f ms / %.4f ms)",
+          (unsigned long long)fl->batch, fl->ratio, fl->steady_ms, fl->ms);
 }
 
 /* The floor as the JSON object of key "floor" (null when not asked for). */
@@ -72,11 +73,11 @@ static void json_floor(FILE *f, const fl_batch_floor *fl) {
     else fputs("null", f);
     return;
   }
-  fprintf(f, "{\"ms\": %.4f, \"all_hit_ms\": %.4f, \"gather_ms\": %.4f, \"batch\": %llu, "
+  fprintf(f, "{\"ms\": %.4f, \"all_hit_ms\": %.4f, \"gather_ms\": %.4f, \"hidden_ms\": %.4f, \"batch\": %llu, "
           "\"distinct_misses\": %llu,\n       \"memcpy_rows_per_s\": %.4g, \"rate_rows\": %llu, "
           "\"array_rows\": %llu, \"threads\": %u, \"steady_latency_ms\": %.4f, "
           "\"ratio\": %.4f,\n       \"all_hit_ms_per_steady_batch\": [",
-          fl->ms, fl->all_hit_ms, fl->gather_ms, (unsigned long long)fl->batch,
+          fl->ms, fl->all_hit_ms, fl->gather_ms, fl->hidden_ms, (unsigned long long)fl->batch,
           (unsigned long long)fl->rows, fl->rows_per_s, (unsigned long long)fl->rate_rows,
           (unsigned long long)fl->array_rows, fl->threads, fl->steady_ms, fl->ratio);
   for (uint64_t i = 0; i < fl->steady; i++)
@@ -95,6 +96,14 @@ static void print_run(FILE *f, const fl_workload *w, const fl_run *r) {
   fprintf(f, "hit rate %.2f%% (cached %.2f%%, unified index %.2f%%, misses %.2f%%)\n",
           pct(s->hits + s->dram_hits, s->lookups), pct(s->hits, s->lookups),
           pct(s->dram_hits, s->lookups), pct(s->misses, s->lookups));
+  if (s->prefetches)
+    fprintf(f, "look-ahead: %llu batches named ahead (fl_prefetch), %llu lookups, %.2f%% of them "
+            "not cached then: fetched and admitted ahead of their query; fl_prefetch took "
+            "%.3f ms a batch on the calling thread (means: setup %.3f, index phase %.3f, "
+            "fetch %.3f, the rest its admission's launch)\n",
+            (unsigned long long)s->prefetches, (unsigned long long)s->prefetch_lookups,
+            pct(s->prefetch_misses, s->prefetch_lookups), r->lookahead_ms[0], r->lookahead_ms[1],
+            r->lookahead_ms[2], r->lookahead_ms[3]);
   double ns[4], total = 0;
   phases(s, ns);
   for (int i = 0; i < 4; i++) total += ns[i];
@@ -182,6 +191,7 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             "     \"phases_ns\": {\"encode_index\": %.0f, \"hit_copy\": %.0f, \"miss_fetch\": %.0f, "
             "\"admission\": %.0f, \"store_gather\": %.0f, \"admission_wait\": %.0f, "
             "\"miss_host_cpu\": %.0f},\n     \"unique_misses\": %llu, \"rounds_shed\": %llu, \"rounds_starved\": %llu, \"slabs_recycled\": %llu, \"shift_opens\": %llu,\n"
+            "     \"prefetches\": %llu, \"prefetch_lookups\": %llu, \"prefetch_misses\": %llu, \"lookahead_ms\": %.4f,\n"
             "     \"verified\": %llu, \"mismatches\": %llu,\n",
             i ? "," : "", r->label, r->backend == FL_BACKEND_CUDA ? "cuda" : "host",
             (unsigned long long)r->budget_bytes, (unsigned long long)r->batches,
@@ -195,7 +205,9 @@ fl_status fl_report_json(const char *path, const fl_workload *w, const fl_run *r
             ns[1], ns[2], ns[3], s->ns_store_gather, s->ns_admission_wait, s->ns_miss_host_cpu,
             (unsigned long long)s->unique_misses, (unsigned long long)s->rounds_shed,
             (unsigned long long)s->rounds_starved, (unsigned long long)s->slabs_recycled,
-            (unsigned long long)s->shift_opens, (unsigned long long)r->verified, (unsigned long long)r->mismatches);
+            (unsigned long long)s->shift_opens, (unsigned long long)s->prefetches,
+            (unsigned long long)s->prefetch_lookups, (unsigned long long)s->prefetch_misses,
+            r->lookahead_ms[0], (unsigned long long)r->verified, (unsigned long long)r->mismatches);
     fprintf(f, "     \"index_health\": {\"live\": %llu, \"tombstones\": %llu, \"never_used\": %llu, "
             "\"miss_probe\": %.3f},\n",
             (unsigned long long)r->health.live, (unsigned long long)r->health.tombstones,

@@ -43,21 +43,33 @@ void fl_run_free(fl_run *run) {
   memset(run, 0, sizeof *run);
 }
 
+/* The trace's next batch into b (*got 0 at its end); errors printed. */
+static fl_status next_batch(const fl_workload *w, fl_trace_batch *b, int *got) {
+  fl_status s = fl_trace_next(w->trace, b, got);
+  if (s != FL_OK) fprintf(stderr, "error: %s: %s\n", fl_status_name(s), fl_trace_last_error(w->trace));
+  return s;
+}
+
 static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_cache *c,
                              fl_runner *rn, fl_run *run) {
-  fl_trace_batch b = {0};
+  fl_trace_batch b = {0}, ahead = {0};
   fl_status s = fl_trace_rewind(w->trace);
   fl_progress pg;
   fl_progress_start(&pg, o->quiet);
   uint64_t cap = 0, served = 0;
-  int got = 1;
+  int got = 1, have_ahead = 0;
   while (s == FL_OK && (w->batches == 0 || run->batches < w->batches)) {
-    s = fl_trace_next(w->trace, &b, &got);
-    if (s != FL_OK) {
-      fprintf(stderr, "error: %s: %s\n", fl_status_name(s), fl_trace_last_error(w->trace));
+    if (have_ahead) {
+      fl_trace_batch t = b;
+      b = ahead, ahead = t, have_ahead = 0;
+    } else if ((s = next_batch(w, &b, &got)) != FL_OK || !got) {
       break;
     }
-    if (!got) break;
+    /* --lookahead: the batch after this one, when the run goes on to it,
+     * is named to the cache while this one's model runs. */
+    if (o->lookahead && (w->batches == 0 || run->batches + 1 < w->batches) &&
+        (s = next_batch(w, &ahead, &have_ahead)) != FL_OK)
+      break;
     if (run->batches == cap) {
       cap = cap ? 2 * cap : 256;
       double *l = realloc(run->lat_ms, cap * sizeof *l);
@@ -70,7 +82,7 @@ static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_c
       if (s != FL_OK) break;
     }
     double ms;
-    s = fl_runner_query(rn, &b, &ms);
+    s = fl_runner_query(rn, &b, have_ahead ? &ahead : NULL, &ms);
     if (s != FL_OK) break;
     fl_cache_stats st;
     s = fl_cache_stats_get(c, &st, NULL, 0);
@@ -87,6 +99,7 @@ static fl_status replay_loop(const fl_workload *w, const fl_replay_opts *o, fl_c
   }
   fl_progress_end(&pg);
   fl_trace_batch_free(&b);
+  fl_trace_batch_free(&ahead);
   return s;
 }
 
@@ -104,7 +117,7 @@ fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout
   run->backend = fl_cache_backend(c);
   fprintf(stderr, "cache: %s layout, %s backend, budget %.1f MB\n", run->label,
           run->backend == FL_BACKEND_CUDA ? "CUDA" : "host", (double)run->budget_bytes / 1e6);
-  s = fl_runner_create(c, w, o->verify, o->prepared, &rn);
+  s = fl_runner_create(c, w, o, &rn);
   fl_store_tier_stats_reset(w->store);
   if (s == FL_OK) s = replay_loop(w, o, c, rn, run);
   if (s == FL_OK) s = fl_cache_stats_get(c, &run->stats, run->tables, w->n_tables);
@@ -113,6 +126,7 @@ fl_status fl_run_replay(const fl_workload *w, const fl_replay_opts *o, fl_layout
   if (s == FL_OK && o->floor) s = fl_floor_measure(w, o, c, rn, run);
   if (rn) {
     run->verified = fl_runner_verified(rn);
+    fl_runner_lookahead_ms(rn, run->lookahead_ms);
     run->mismatches = fl_runner_mismatches(rn);
   }
   fl_runner_destroy(rn);

@@ -3,12 +3,19 @@
  * device buffers before the clock starts, so a batch's time is fl_query plus
  * the stream synchronisation: what an inference server would wait for. With
  * prepared queries, the ids go into the runner's own buffers (host ones too)
- * and a prepared query over them is kept while batches keep their shape. */
+ * and a prepared query over them is kept while batches keep their shape.
+ * With --model-us the stand-in model (model_delay.h) follows each lookup on
+ * its stream; with a next batch (--lookahead) fl_prefetch names it on a
+ * second stream before the wait, so that its misses are fetched while the
+ * model runs, and the next batch's lookup waits (on the device) for the
+ * look-ahead's point of that stream. Its ids too are in device memory
+ * before the clock starts. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "tools/model_delay.h"
 #include "tools/replay.h"
 
 /* Rows checked per table and batch with --verify. */
@@ -16,6 +23,8 @@ enum { VERIFY_ROWS = 16 };
 
 typedef struct table_buf {
   uint64_t *ids_dev;  /* CUDA: device copy of the batch's ids */
+  uint64_t *ids_next; /* CUDA, --lookahead: device copy of the next batch's ids */
+  size_t next_cap;
   uint64_t *ids_host; /* host backend, prepared: host copy of the batch's ids */
   void *out;          /* answers: device (CUDA) or host memory */
   size_t cap;         /* ids the buffers hold */
@@ -35,6 +44,14 @@ struct fl_runner {
   uint64_t verified, mismatches;
   int prepared;          /* run through prepared queries */
   fl_prepared *p;        /* over q as it is, NULL: prepare before the next run */
+  uint64_t model_ns;     /* the stand-in model's time after each lookup (CUDA) */
+  void *ahead;           /* cudaStream_t of the look-aheads (CUDA) */
+  void *ahead_done;      /* cudaEvent_t: the last look-ahead's point on `ahead` */
+  int ahead_pending;     /* the next lookup must wait for ahead_done */
+  fl_table_query *pq;    /* n_tables queries of the next batch's ids, no outputs */
+  double ahead_ms[4];    /* the look-aheads' time on the calling thread, in all: whole, and
+                            of it setup, index phase, fetch (fl_query_timing) */
+  uint64_t aheads;
 };
 
 static fl_status cuda_fail(cudaError_t e, const char *what) {
@@ -48,6 +65,7 @@ void fl_runner_destroy(fl_runner *r) {
   for (uint32_t t = 0; r->buf && t < r->n_tables; t++) {
     if (r->cuda) {
       cudaFree(r->buf[t].ids_dev);
+      cudaFree(r->buf[t].ids_next);
       cudaFree(r->buf[t].out);
     } else {
       free(r->buf[t].ids_host);
@@ -55,25 +73,30 @@ void fl_runner_destroy(fl_runner *r) {
     }
   }
   if (r->stream) cudaStreamDestroy((cudaStream_t)r->stream);
+  if (r->ahead) cudaStreamDestroy((cudaStream_t)r->ahead);
+  if (r->ahead_done) cudaEventDestroy((cudaEvent_t)r->ahead_done);
   free(r->buf);
   free(r->q);
+  free(r->pq);
   free(r->row_bytes);
   free(r->check);
   free(r);
 }
 
-fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int prepared,
+fl_status fl_runner_create(fl_cache *c, const fl_workload *w, const fl_replay_opts *o,
                            fl_runner **out) {
   fl_runner *r = calloc(1, sizeof *r);
   if (!r) return FL_ERR_OUT_OF_MEMORY;
   r->cache = c;
-  r->prepared = prepared;
+  r->prepared = o->prepared;
   r->store = w->verify_store ? w->verify_store : w->store;
   r->n_tables = w->n_tables;
   r->cuda = fl_cache_backend(c) == FL_BACKEND_CUDA;
-  r->verify = verify;
+  r->verify = o->verify;
+  r->model_ns = r->cuda ? o->model_us * 1000 : 0;
   r->buf = calloc(w->n_tables, sizeof *r->buf);
   r->q = calloc(w->n_tables, sizeof *r->q);
+  r->pq = calloc(w->n_tables, sizeof *r->pq);
   r->row_bytes = calloc(w->n_tables, sizeof *r->row_bytes);
   size_t widest = 0;
   for (uint32_t t = 0; r->row_bytes && t < w->n_tables; t++) {
@@ -83,7 +106,7 @@ fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int pr
     if (r->row_bytes[t] > widest) widest = r->row_bytes[t];
   }
   r->check = malloc(2 * VERIFY_ROWS * (widest ? widest : 1));
-  if (!r->buf || !r->q || !r->row_bytes || !r->check) {
+  if (!r->buf || !r->q || !r->pq || !r->row_bytes || !r->check) {
     fl_runner_destroy(r);
     return FL_ERR_OUT_OF_MEMORY;
   }
@@ -95,6 +118,19 @@ fl_status fl_runner_create(fl_cache *c, const fl_workload *w, int verify, int pr
       return cuda_fail(e, "cudaStreamCreate");
     }
     r->stream = s;
+    if (o->lookahead && (e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess) {
+      fl_runner_destroy(r);
+      return cuda_fail(e, "cudaStreamCreate");
+    }
+    if (o->lookahead) {
+      r->ahead = s;
+      cudaEvent_t ev;
+      if ((e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)) != cudaSuccess) {
+        fl_runner_destroy(r);
+        return cuda_fail(e, "cudaEventCreate");
+      }
+      r->ahead_done = ev;
+    }
   }
   *out = r;
   return FL_OK;
@@ -168,7 +204,54 @@ static fl_status verify(fl_runner *r, const fl_trace_batch *b) {
   return FL_OK;
 }
 
-fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms) {
+/* The next batch's ids into device memory, for its look-ahead (untimed). */
+static fl_status place_next(fl_runner *r, const fl_trace_batch *next) {
+  for (uint32_t t = 0; t < r->n_tables; t++) {
+    table_buf *b = &r->buf[t];
+    size_t n = next->n[t];
+    if (n > b->next_cap) {
+      cudaFree(b->ids_next);
+      b->ids_next = NULL, b->next_cap = 0;
+      cudaError_t e = cudaMalloc((void **)&b->ids_next, (n + n / 4) * sizeof(uint64_t));
+      if (e != cudaSuccess) return cuda_fail(e, "cudaMalloc of look-ahead ids");
+      b->next_cap = n + n / 4;
+    }
+    cudaError_t e = n ? cudaMemcpy(b->ids_next, next->ids[t], n * sizeof(uint64_t), cudaMemcpyHostToDevice)
+                      : cudaSuccess;
+    if (e != cudaSuccess) return cuda_fail(e, "cudaMemcpy of look-ahead ids");
+    r->pq[t] = (fl_table_query){t, b->ids_next, n, NULL};
+  }
+  return FL_OK;
+}
+
+/* The batch's model, then the next batch's look-ahead, after its lookup. */
+static fl_status model_and_lookahead(fl_runner *r, int ahead) {
+  if (r->model_ns) {
+    cudaError_t e = (cudaError_t)fl_model_delay(r->stream, r->model_ns);
+    if (e != cudaSuccess) return cuda_fail(e, "the stand-in model's launch");
+  }
+  if (!ahead) return FL_OK;
+  double t0 = fl_now_s();
+  fl_status s = fl_prefetch(r->cache, r->pq, r->n_tables, r->ahead);
+  fl_query_timing tm;
+  fl_query_timing_last(&tm);
+  r->ahead_ms[0] += 1e3 * (fl_now_s() - t0);
+  r->ahead_ms[1] += (double)tm.setup_ns / 1e6;
+  r->ahead_ms[2] += (double)tm.index_ns / 1e6;
+  r->ahead_ms[3] += (double)tm.fetch_ns / 1e6;
+  r->aheads++;
+  if (s != FL_OK) {
+    fprintf(stderr, "error: fl_prefetch: %s: %s\n", fl_status_name(s), fl_cache_last_error(r->cache));
+    return s;
+  }
+  cudaError_t e = cudaEventRecord((cudaEvent_t)r->ahead_done, (cudaStream_t)r->ahead);
+  if (e != cudaSuccess) return cuda_fail(e, "cudaEventRecord");
+  r->ahead_pending = 1;
+  return FL_OK;
+}
+
+fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, const fl_trace_batch *next,
+                          double *ms) {
   for (uint32_t t = 0; t < r->n_tables; t++) {
     fl_status s = reserve(r, t, b->n[t] ? b->n[t] : 1);
     if (s != FL_OK) return s;
@@ -199,20 +282,36 @@ fl_status fl_runner_query(fl_runner *r, const fl_trace_batch *b, double *ms) {
       return s;
     }
   }
-  double t0 = fl_now_s();
-  fl_status s = r->p ? fl_prepared_run(r->p, r->stream) : fl_query(r->cache, r->q, r->n_tables, r->stream);
-  if (s == FL_OK && r->cuda) {
-    cudaError_t e = cudaStreamSynchronize((cudaStream_t)r->stream);
-    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
+  const int ahead = next && r->ahead;
+  if (ahead) {
+    fl_status s = place_next(r, next);
+    if (s != FL_OK) return s;
   }
-  *ms = 1e3 * (fl_now_s() - t0);
+  double t0 = fl_now_s();
+  /* The look-ahead that named this batch has cached its rows by then. */
+  if (r->ahead_pending) {
+    cudaError_t e = cudaStreamWaitEvent((cudaStream_t)r->stream, (cudaEvent_t)r->ahead_done, 0);
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamWaitEvent");
+    r->ahead_pending = 0;
+  }
+  fl_status s = r->p ? fl_prepared_run(r->p, r->stream) : fl_query(r->cache, r->q, r->n_tables, r->stream);
   if (s != FL_OK) {
     fprintf(stderr, "error: %s: %s: %s\n", r->p ? "fl_prepared_run" : "fl_query", fl_status_name(s),
             fl_cache_last_error(r->cache));
     return s;
   }
+  if (r->cuda) {
+    s = model_and_lookahead(r, ahead);
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)r->stream);
+    if (s != FL_OK) return s;
+    if (e != cudaSuccess) return cuda_fail(e, "cudaStreamSynchronize");
+  }
+  *ms = 1e3 * (fl_now_s() - t0);
   return r->verify ? verify(r, b) : FL_OK;
 }
 
 uint64_t fl_runner_verified(const fl_runner *r) { return r->verified; }
+void fl_runner_lookahead_ms(const fl_runner *r, double ms[4]) {
+  for (int i = 0; i < 4; i++) ms[i] = r->aheads ? r->ahead_ms[i] / (double)r->aheads : 0;
+}
 uint64_t fl_runner_mismatches(const fl_runner *r) { return r->mismatches; }

@@ -175,7 +175,7 @@ static fl_status replay(tuner *u, const fl_workload *w, fl_runner *rn) {
       }
       if (!got) break;
       double ms;
-      s = fl_runner_query(rn, &b, &ms);
+      s = fl_runner_query(rn, &b, NULL, &ms);
       if (s != FL_OK) break;
       uint64_t n = fl_trace_batch_lookups(&b);
       u->r->batches++;
@@ -217,7 +217,7 @@ fl_status fl_tune_run(const fl_workload *w, const fl_replay_opts *o, const fl_tu
             (unsigned long long)r->step, t->window);
     fprintf(log, "%8s  %-6s  %10s  %10s  %8s  %8s  %10s\n", "batch", "phase", "unified", "live",
             "dram_hit", "hit", "Mlookup/s");
-    s = fl_runner_create(u.c, w, o->verify, o->prepared, &rn);
+    s = fl_runner_create(u.c, w, o, &rn);
   }
   if (s == FL_OK) s = start_search(&u);
   if (s == FL_OK) s = replay(&u, w, rn);

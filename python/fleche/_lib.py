@@ -154,6 +154,9 @@ class fl_cache_stats(Structure):
         ("shift_opens", c_uint64),
         ("allocations", c_uint64),
         ("zero_copy_stale", c_uint64),
+        ("prefetches", c_uint64),
+        ("prefetch_lookups", c_uint64),
+        ("prefetch_misses", c_uint64),
     ]
 
 

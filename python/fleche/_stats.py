@@ -64,6 +64,9 @@ class CacheStats:
     shift_opens: int
     allocations: int
     zero_copy_stale: int
+    prefetches: int
+    prefetch_lookups: int
+    prefetch_misses: int
     tables: Dict[str, CacheTableStats] = field(default_factory=dict)
 
     @property
