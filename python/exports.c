@@ -169,6 +169,9 @@ static const fl_python_layout_row fl_python_layout_rows_[] = {
     FL_FIELD_ROW(fl_cache_stats, shift_opens),
     FL_FIELD_ROW(fl_cache_stats, allocations),
     FL_FIELD_ROW(fl_cache_stats, zero_copy_stale),
+    FL_FIELD_ROW(fl_cache_stats, prefetches),
+    FL_FIELD_ROW(fl_cache_stats, prefetch_lookups),
+    FL_FIELD_ROW(fl_cache_stats, prefetch_misses),
 
     FL_STRUCT_ROW(fl_cache_table_stats),
     FL_FIELD_ROW(fl_cache_table_stats, lookups),

@@ -227,6 +227,49 @@ class Cache(_Owner):
         self._launch(b, b.handle)
         return whole
 
+    def prefetch(self, queries: Mapping[TableRef, Any], stream: Any = None) -> None:
+        """Names the ids of a coming query so that their misses are fetched
+        from the store and cached now (fl_prefetch), while the GPU runs other
+        work (the current batch's model): the query that follows finds them
+        as hits. Every id not cached is admitted, whatever the admission
+        policy, as far as the pool has room. Counted apart from queries
+        (stats().prefetches, prefetch_lookups, prefetch_misses).
+
+        Args:
+            queries: table (name or index) -> ids, as for query(); no outputs.
+            stream: as for query(). CUDA backend: the rows are cached once the
+                stream reaches this call (a query on that stream, or on one
+                made to wait for it, finds them); use a stream other than the
+                one of the work to overlap. Host backend: cached on return.
+        Raises:
+            InvalidArgument, OutOfRange and the other errors of query(); a
+            call that fails admits nothing.
+        """
+        if type(queries) is not dict and not isinstance(queries, Mapping):
+            raise InvalidArgument(f"prefetch: expected a mapping of table -> ids, got "
+                                  f"{type(queries).__name__}")
+        handle, _ = self._stream_of(queries, None, stream)
+        torch = sys.modules.get("torch")
+        tensor = torch.Tensor if torch is not None else _NoTensor
+        words: List[int] = []
+        owners: List[Any] = []  # the arrays (or DLPack capsules), alive while C reads them
+        torch_device = False
+        for key, ids in queries.items():
+            tk = type(key)
+            info = self._keys.get(key) if tk is str or tk is int else None
+            if info is None:
+                info = self._key_info(key)
+            iv = ids_view(ids, info[3], handle)
+            if iv[3] != HOST:
+                self._check_devices(key, iv[3])
+                torch_device = torch_device or isinstance(ids, tensor)
+            words += (info[0], iv[0], iv[1][0], 0)
+            owners.append(iv[5])
+        if torch_device:
+            torch_order(handle, self._device)
+        q = array("Q", words)
+        self._call(L.fl_prefetch, q.buffer_info()[0], len(owners), handle)
+
     def prepare(self, queries: Mapping[TableRef, Any],
                 out: Optional[Mapping[TableRef, Any]] = None) -> "PreparedQuery":
         """Binds fixed ids and output buffers once, for a serving loop that

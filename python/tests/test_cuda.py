@@ -558,3 +558,24 @@ def test_prepared_dlpack_objects_order_each_run(store, gcache, c_calls):
         s.synchronize()
         np.testing.assert_array_equal(numpy_of(out_t), store.gather("user", want))
     assert len(ids.streams) == 3  # prepare, then one a run
+
+
+def test_prefetch_on_a_side_stream_caches_the_next_query(store):
+    # The model's stream runs on while a side stream names the next batch;
+    # the query on the model's stream, made to wait for the side stream,
+    # finds every row cached though the coin admits nothing.
+    with fleche.Cache(store, budget_bytes=8 << 20, backend="cuda", admit_policy="coin",
+                      admit_probability=0.0) as c:
+        rng = np.random.default_rng(8)
+        q = {t.name: as_torch(random_ids(rng, t, 300), DEV) for t in store.tables}
+        n = sum(len(ids) for ids in q.values())
+        side = torch.cuda.Stream(device=DEV)
+        with torch.cuda.stream(side):
+            c.prefetch(q)  # on torch's current stream: `side`
+        torch.cuda.current_stream(DEV).wait_stream(side)
+        got = c.query(q)
+        torch.cuda.current_stream(DEV).synchronize()
+        for name, ids in q.items():
+            np.testing.assert_array_equal(numpy_of(got[name]), store.gather(name, ids.cpu().numpy()))
+        st = c.stats()
+        assert (st.prefetches, st.prefetch_misses, st.hits) == (1, n, n)

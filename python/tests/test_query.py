@@ -142,3 +142,28 @@ def test_layouts_key_bits_and_clear(store):
                 assert c.stats().index_entries > 0
                 c.clear()
                 assert c.stats().index_entries == 0
+
+
+def test_prefetched_rows_are_hits_of_the_next_query(store):
+    # A coin at 0 admits nothing a query misses; what prefetch names is
+    # cached all the same, and the query after it hits on every id.
+    with fleche.Cache(store, budget_bytes=8 << 20, backend="host", host_threads=2,
+                      admit_policy="coin", admit_probability=0.0) as cache:
+        rng = np.random.default_rng(5)
+        q = {t.name: random_ids(rng, t, 300) for t in store.tables}
+        n = sum(len(ids) for ids in q.values())
+        cache.query(q)
+        assert cache.stats().admissions == 0
+        cache.prefetch(q)
+        st = cache.stats()
+        assert (st.prefetches, st.prefetch_lookups, st.prefetch_misses) == (1, n, n)
+        assert st.queries == 1 and st.lookups == n
+        got = cache.query(q)
+        for name, ids in q.items():
+            np.testing.assert_array_equal(got[name], store.gather(name, ids))
+        assert cache.stats().hits - st.hits == n
+        with pytest.raises(fleche.OutOfRange, match="id 99999999"):
+            cache.prefetch({"user": np.array([1, 99999999], dtype=np.uint64)})
+        with pytest.raises(fleche.InvalidArgument, match="mapping"):
+            cache.prefetch([1, 2])
+        assert cache.stats().prefetches == 2
