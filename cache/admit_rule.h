@@ -42,9 +42,9 @@
 typedef struct fl_admit_rule {
   uint32_t policy;          /* fl_admit_policy */
   uint32_t open;            /* TinyLFU: the part's hot set moved (admit_shift.h): every row wins */
+  uint64_t seed, threshold; /* the coin (admit_coin.h) */
   uint32_t force;           /* a prefetch's batch (fl_prefetch): every row wins, by any policy */
   uint32_t pad_;
-  uint64_t seed, threshold; /* the coin (admit_coin.h) */
 } fl_admit_rule;
 
 /* A part's TinyLFU state besides the sketch's counters: host memory (host
