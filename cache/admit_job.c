@@ -115,7 +115,8 @@ static fl_status deliver_job(fl_admit_job *j, int keep, void *stream) {
   /* Before the scratch is given back: its event marks this round's end
    * until the scratch's next round records it again. */
   if (st == FL_OK && stream)
-    st = FL_CUDA_CHECK(c, cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)j->x->admit_done, 0));
+    st = FL_CUDA_CHECK(c, cudaStreamWaitEvent((cudaStream_t)stream,
+                                              (cudaEvent_t)j->x->admit_done, 0));
   if (st != FL_OK) {
     j->x->clean_set = NULL;
     if (keep) fl_round_failed(c, j->part, st, fl_error_get(c));

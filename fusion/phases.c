@@ -27,7 +27,8 @@
 #define FL_SHARE_BITS 20
 
 void fl_phase_prewake(const fl_part_batch *b) {
-  uint64_t share = atomic_load_explicit(&b->c->parts[b->part].miss_share[b->prefetch != 0], memory_order_relaxed);
+  _Atomic uint32_t *running = &b->c->parts[b->part].miss_share[b->prefetch != 0];
+  uint64_t share = atomic_load_explicit(running, memory_order_relaxed);
   if (b->n_keys * share < ((uint64_t)FL_PREWAKE_MISSES << FL_SHARE_BITS)) return;
   fl_workers_prewake(fl_store_workers(b->f->store), fl_now_ns() + FL_PREWAKE_SPIN_NS);
 }

@@ -86,7 +86,8 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
   return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL, 0) : st;
 }
 
-fl_status fl_prefetch(fl_cache *c, const fl_table_query *queries, uint32_t n_queries, void *stream) {
+fl_status fl_prefetch(fl_cache *c, const fl_table_query *queries, uint32_t n_queries,
+                      void *stream) {
   if (!c) return fl_fail(NULL, FL_ERR_INVALID_ARGUMENT, "fl_prefetch: cache is NULL");
   fl_status st = fl_query_validate(c, queries, n_queries, 1);
   return st == FL_OK ? fl_query_run(c, queries, n_queries, stream, NULL, NULL, 1) : st;

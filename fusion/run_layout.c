@@ -120,7 +120,9 @@ static void resolve_args(const fl_part_batch *b, fl_batch_arg *dargs, uint64_t *
     dargs[a].ids = v ? v->ids : fl_device_view(&r, b->args[a].ids);
     if (!dargs[a].ids) *host_ids += b->args[a].n;
     /* A prefetch's outputs (NULL) are the scratch's, never downloaded. */
-    dargs[a].out = v ? v->out : b->args[a].out ? (uint8_t *)fl_device_view(&r, b->args[a].out) : NULL;
+    dargs[a].out = v                 ? v->out
+                   : b->args[a].out ? (uint8_t *)fl_device_view(&r, b->args[a].out)
+                                    : NULL;
     if (!dargs[a].out) fl_carve_add(&outs, (uint64_t)b->args[a].n * b->args[a].vec_bytes, 256);
   }
   *out_bytes = fl_carve_size(&outs, 256);

@@ -216,7 +216,8 @@ static fl_status place_next(fl_runner *r, const fl_trace_batch *next) {
       if (e != cudaSuccess) return cuda_fail(e, "cudaMalloc of look-ahead ids");
       b->next_cap = n + n / 4;
     }
-    cudaError_t e = n ? cudaMemcpy(b->ids_next, next->ids[t], n * sizeof(uint64_t), cudaMemcpyHostToDevice)
+    cudaError_t e = n ? cudaMemcpy(b->ids_next, next->ids[t], n * sizeof(uint64_t),
+                                   cudaMemcpyHostToDevice)
                       : cudaSuccess;
     if (e != cudaSuccess) return cuda_fail(e, "cudaMemcpy of look-ahead ids");
     r->pq[t] = (fl_table_query){t, b->ids_next, n, NULL};

@@ -255,10 +255,7 @@ class Cache(_Owner):
         owners: List[Any] = []  # the arrays (or DLPack capsules), alive while C reads them
         torch_device = False
         for key, ids in queries.items():
-            tk = type(key)
-            info = self._keys.get(key) if tk is str or tk is int else None
-            if info is None:
-                info = self._key_info(key)
+            info = self._info_of(key)
             iv = ids_view(ids, info[3], handle)
             if iv[3] != HOST:
                 self._check_devices(key, iv[3])
@@ -349,10 +346,7 @@ class Cache(_Owner):
         result: Dict[TableRef, Any] = {}
         torch_device = False
         for key, ids in queries.items():
-            tk = type(key)
-            info = self._keys.get(key) if tk is str or tk is int else None
-            if info is None:
-                info = self._key_info(key)
+            info = self._info_of(key)
             i, dim, dtype, what_ids, what_out = info
             iv = ids_view(ids, what_ids, handle)
             n = iv[1][0]
@@ -412,6 +406,12 @@ class Cache(_Owner):
                 prepared.leave()
         finally:
             self._h.leave()
+
+    def _info_of(self, key: TableRef) -> Tuple[int, int, str, str, str]:
+        """_key_info(key), from its cache for str and int keys."""
+        tk = type(key)
+        info = self._keys.get(key) if tk is str or tk is int else None
+        return info if info is not None else self._key_info(key)
 
     def _key_info(self, key: TableRef) -> Tuple[int, int, str, str, str]:
         """(index, dim, dtype name, ids label, out label) of a table key, cached
