@@ -1936,6 +1936,51 @@ TEST_P(CacheTest, PrefetchedRowsAreHitsOfTheNextQuery) {
   if (stream) cudaStreamDestroy(stream);
 }
 
+// fl_prefetch racing a writer of the rows it names: with a coin that admits
+// nothing a query misses, every cached row came from a prefetch, and the
+// query after each prefetch (on its stream) never gets a torn row, another
+// id's, or one older than the last write complete when the query began: a
+// row fetched before a write is not admitted after it.
+TEST_P(CacheTest, PrefetchesRacingStoreWritesCacheNoStaleRow) {
+  fl::Cache c = MakeCache(Config(4 << 20, 0.0));
+  ASSERT_NE(c, nullptr);
+  cudaStream_t stream = nullptr;
+  if (GetParam().backend == FL_BACKEND_CUDA) ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  const size_t kRows = 64, kDim = RowRewriter::kDim;
+  std::vector<uint64_t> ids(kRows);
+  for (uint64_t i = 0; i < kRows; i++) ids[i] = i * 13 + 1;
+  RowRewriter writer(store_.get(), ids);
+  FL_ASSERT_OK_STORE(writer.first(), store_.get());
+  std::vector<float> out(kRows * kDim);
+  VersionedRows got;
+  int overlapped = 0, rounds = 0;
+  const uint64_t hits0 = Stats(c.get()).hits;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (overlapped < 20 && std::chrono::steady_clock::now() < deadline) {
+    const int before = writer.version();
+    fl_table_query p = {2, ids.data(), kRows, nullptr};
+    FL_ASSERT_OK_CACHE(fl_prefetch(c.get(), &p, 1, stream), c.get());
+    std::fill(out.begin(), out.end(), -1.0f);
+    const int at_query = writer.version();
+    fl_table_query q = {2, ids.data(), kRows, out.data()};
+    FL_ASSERT_OK_CACHE(fl_query(c.get(), &q, 1, stream), c.get());
+    if (stream) ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    overlapped += writer.version() != before;
+    rounds++;
+    got.Check(out.data(), kRows, kDim, at_query, false);
+  }
+  EXPECT_EQ(writer.Stop(), 0) << "failed writes";
+  const fl_cache_stats s = Stats(c.get());
+  EXPECT_GE(overlapped, 20) << "only " << overlapped << " of " << rounds
+                            << " prefetches ran while a write completed";
+  EXPECT_GT(s.hits, hits0) << "no query hit a prefetched row: the case tests no admission";
+  EXPECT_GT(s.invalidations, 0u);
+  EXPECT_EQ(got.torn, 0) << "elements of torn rows";
+  EXPECT_EQ(got.wrong_id, 0) << "rows of another id or of no version";
+  EXPECT_EQ(got.stale, 0) << "rows older than the query";
+  if (stream) cudaStreamDestroy(stream);
+}
+
 // Prefetches of random batches on their own threads beside queries on
 // others, with a pool small enough to evict: every answer equals the
 // store's, and the rows a thread prefetched answer right after as well.
