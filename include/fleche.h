@@ -377,7 +377,10 @@ fl_status fl_query(fl_cache *c, const fl_table_query *queries, uint32_t n_querie
  * that point: a query on `stream`, or on a stream made to wait for an event
  * recorded there, finds them. Use a stream other than the one of the work
  * it is to overlap. Host backend: cached on return. Bad input fails as
- * fl_query's does, and admits nothing. Counted apart from queries: fl_cache_stats'
+ * fl_query's does: an unknown table or NULL ids before anything runs; an id
+ * out of range admits nothing of its batch (a call split into several
+ * batches keeps what the batches before it admitted, docs/API.md). Counted
+ * apart from queries: fl_cache_stats'
  * prefetches and prefetch_lookups / prefetch_misses, not queries, lookups,
  * hits or misses; the fetch's time and rows count in ns_miss_fetch and
  * unique_misses as a query's do. Thread-safe, with queries and other

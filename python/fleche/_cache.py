@@ -243,7 +243,8 @@ class Cache(_Owner):
                 one of the work to overlap. Host backend: cached on return.
         Raises:
             InvalidArgument, OutOfRange and the other errors of query(); a
-            call that fails admits nothing.
+            call that fails admits nothing of the failing batch (see
+            fl_prefetch in docs/API.md for calls split into several).
         """
         if type(queries) is not dict and not isinstance(queries, Mapping):
             raise InvalidArgument(f"prefetch: expected a mapping of table -> ids, got "
